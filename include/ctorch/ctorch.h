@@ -1,0 +1,15 @@
+/*
+ * ctorch/ctorch.h — the umbrella header: include this to get all of ctorch.
+ */
+#ifndef CTORCH_CTORCH_H
+#define CTORCH_CTORCH_H
+
+#include "ctorch/version.h" /* generated into the build tree */
+#include "status.h"
+#include "dtype.h"
+#include "device.h"
+#include "tensor.h"
+#include "ops.h"
+#include "random.h"
+
+#endif /* CTORCH_CTORCH_H */

@@ -1,0 +1,166 @@
+/*
+ * cpu_backend.c — the CPU backend's table, its memory functions and its
+ * data-movement kernels (copy with conversion, fill, arange).
+ *
+ * The CPU is always compiled in and is the numerical reference for the other
+ * backends. Memory is 64-byte aligned so that vector loads never straddle
+ * cache lines; kernels in the other cpu_*.c files implement the math.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/error.h"
+#include "cpu_internal.h"
+
+/* Kernels implemented in the other cpu_*.c files. Declared weak while the op
+ * families land one by one: an absent family leaves its entry NULL and the
+ * core reports "not implemented on cpu". */
+#define CT_CPU_WEAK __attribute__((weak))
+ct_status ct_cpu_random(const ct_kview *, ct_random_kind, uint64_t, uint64_t, double, double);
+CT_CPU_WEAK ct_status ct_cpu_unary(ct_unary_op, const ct_kview *, const ct_kview *, double, double);
+CT_CPU_WEAK ct_status ct_cpu_binary(ct_binary_op, const ct_kview *, const ct_kview *, const ct_kview *, double);
+CT_CPU_WEAK ct_status ct_cpu_where(const ct_kview *, const ct_kview *, const ct_kview *, const ct_kview *);
+CT_CPU_WEAK ct_status ct_cpu_reduce(ct_reduce_op, const ct_kview *, const ct_kview *, const ct_kview *, double);
+CT_CPU_WEAK ct_status ct_cpu_matmul(const ct_kview *, const ct_kview *, const ct_kview *);
+CT_CPU_WEAK ct_status ct_cpu_softmax(const ct_kview *, const ct_kview *, int64_t, int64_t, int64_t, bool);
+CT_CPU_WEAK ct_status ct_cpu_index_select(const ct_kview *, const ct_kview *, const ct_kview *, int64_t,
+                                          int64_t, int64_t);
+CT_CPU_WEAK ct_status ct_cpu_gather(const ct_kview *, const ct_kview *, const ct_kview *, int);
+
+/* ---- devices and memory ------------------------------------------------------- */
+
+static int cpu_device_count(void) { return 1; }
+
+static ct_status cpu_device_name(int dev, char *buf, size_t size) {
+    snprintf(buf, size, "cpu");
+    return CT_OK;
+}
+
+static ct_status cpu_synchronize(int dev) { return CT_OK; }
+
+static ct_status cpu_alloc(int dev, size_t nbytes, void **handle) {
+    size_t rounded = (nbytes + 63) & ~(size_t)63;
+    if (rounded < nbytes) rounded = SIZE_MAX; /* overflow: let aligned_alloc fail */
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p)
+        return ct_error_set(CT_ERR_OOM, "DefaultCPUAllocator: not enough memory: you tried to allocate %zu bytes.",
+                            nbytes);
+    *handle = p;
+    return CT_OK;
+}
+
+static void cpu_free(int dev, void *handle) { free(handle); }
+
+static ct_status cpu_write(int dev, void *handle, size_t off, const void *src, size_t n) {
+    memcpy((char *)handle + off, src, n);
+    return CT_OK;
+}
+
+static ct_status cpu_read(int dev, void *handle, size_t off, void *dst, size_t n) {
+    memcpy(dst, (const char *)handle + off, n);
+    return CT_OK;
+}
+
+/* ---- copy with conversion ---------------------------------------------------------- */
+
+typedef struct copy_ctx {
+    ct_dtype dst, src;
+} copy_ctx;
+
+static void copy_same_inner(char **p, const int64_t *s, int64_t n, void *vctx) {
+    size_t es = ct_dtype_size(((copy_ctx *)vctx)->dst);
+    char *d = p[0], *x = p[1];
+    if (s[0] == (int64_t)es && s[1] == (int64_t)es) {
+        memcpy(d, x, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 1: for (int64_t i = 0; i < n; i++) *(uint8_t *)(d + i * s[0]) = *(uint8_t *)(x + i * s[1]); break;
+    case 2: for (int64_t i = 0; i < n; i++) *(uint16_t *)(d + i * s[0]) = *(uint16_t *)(x + i * s[1]); break;
+    case 4: for (int64_t i = 0; i < n; i++) *(uint32_t *)(d + i * s[0]) = *(uint32_t *)(x + i * s[1]); break;
+    default: for (int64_t i = 0; i < n; i++) *(uint64_t *)(d + i * s[0]) = *(uint64_t *)(x + i * s[1]); break;
+    }
+}
+
+static void copy_convert_inner(char **p, const int64_t *s, int64_t n, void *vctx) {
+    const copy_ctx *c = vctx;
+    if (c->dst == CT_FLOAT32 && c->src == CT_FLOAT64) {
+        for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(const double *)(p[1] + i * s[1]);
+    } else if (c->dst == CT_FLOAT64 && c->src == CT_FLOAT32) {
+        for (int64_t i = 0; i < n; i++) *(double *)(p[0] + i * s[0]) = *(const float *)(p[1] + i * s[1]);
+    } else if (ct_dtype_is_integral(c->dst, true) && ct_dtype_is_integral(c->src, true)) {
+        for (int64_t i = 0; i < n; i++)
+            ct_cpu_store_i64(p[0] + i * s[0], c->dst, ct_cpu_load_i64(p[1] + i * s[1], c->src));
+    } else {
+        for (int64_t i = 0; i < n; i++) ct_cpu_store(p[0] + i * s[0], c->dst, ct_cpu_load(p[1] + i * s[1], c->src));
+    }
+}
+
+static ct_status cpu_copy(const ct_kview *dst, const ct_kview *src) {
+    copy_ctx c = {dst->dtype, src->dtype};
+    const ct_kview *v[2] = {dst, src};
+    ct_cpu_iter(v, 2, dst->dtype == src->dtype ? copy_same_inner : copy_convert_inner, &c, CT_CPU_GRAIN);
+    return CT_OK;
+}
+
+/* ---- fill and arange ---------------------------------------------------------------- */
+
+static void fill_inner(char **p, const int64_t *s, int64_t n, void *vctx) {
+    const ct_kview *pattern = vctx; /* one element of the dst dtype */
+    size_t es = ct_dtype_size(pattern->dtype);
+    const char *val = pattern->data;
+    switch (es) {
+    case 1: { uint8_t v; memcpy(&v, val, 1); for (int64_t i = 0; i < n; i++) *(uint8_t *)(p[0] + i * s[0]) = v; } break;
+    case 2: { uint16_t v; memcpy(&v, val, 2); for (int64_t i = 0; i < n; i++) *(uint16_t *)(p[0] + i * s[0]) = v; } break;
+    case 4: { uint32_t v; memcpy(&v, val, 4); for (int64_t i = 0; i < n; i++) *(uint32_t *)(p[0] + i * s[0]) = v; } break;
+    default: { uint64_t v; memcpy(&v, val, 8); for (int64_t i = 0; i < n; i++) *(uint64_t *)(p[0] + i * s[0]) = v; } break;
+    }
+}
+
+static ct_status cpu_fill(const ct_kview *dst, double value) {
+    uint64_t bits = 0;
+    ct_cpu_store(&bits, dst->dtype, value);
+    ct_kview pattern = {.data = &bits, .dtype = dst->dtype};
+    const ct_kview *v[1] = {dst};
+    ct_cpu_iter(v, 1, fill_inner, &pattern, CT_CPU_GRAIN);
+    return CT_OK;
+}
+
+static ct_status cpu_arange(const ct_kview *dst, double start, double step) {
+    int64_t n = ct_cpu_numel(dst);
+    char *base = ct_cpu_base(dst);
+    size_t es = ct_dtype_size(dst->dtype);
+    if (ct_dtype_is_integral(dst->dtype, true) && start == (double)(int64_t)start && step == (double)(int64_t)step) {
+        int64_t s0 = (int64_t)start, st = (int64_t)step;
+        for (int64_t i = 0; i < n; i++) ct_cpu_store_i64(base + i * (int64_t)es, dst->dtype, s0 + i * st);
+    } else {
+        for (int64_t i = 0; i < n; i++) ct_cpu_store(base + i * (int64_t)es, dst->dtype, start + (double)i * step);
+    }
+    return CT_OK;
+}
+
+const ct_backend ct_cpu_backend = {
+    .api_version = CT_BACKEND_API_VERSION,
+    .name = "cpu",
+    .type = CT_DEVICE_CPU,
+    .device_count = cpu_device_count,
+    .device_name = cpu_device_name,
+    .synchronize = cpu_synchronize,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .write = cpu_write,
+    .read = cpu_read,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .arange = cpu_arange,
+    .random = ct_cpu_random,
+    .unary = ct_cpu_unary,
+    .binary = ct_cpu_binary,
+    .where = ct_cpu_where,
+    .reduce = ct_cpu_reduce,
+    .matmul = ct_cpu_matmul,
+    .softmax = ct_cpu_softmax,
+    .index_select = ct_cpu_index_select,
+    .gather = ct_cpu_gather,
+};

@@ -1,0 +1,142 @@
+/*
+ * backend.h — the interface every backend implements (internal).
+ *
+ * The core validates arguments, infers shapes and dtypes, allocates outputs
+ * and then calls one entry of a backend's table. It names no backend: the
+ * table for a device type comes from ct_backend_for() (src/backends/
+ * registry.c, the only file that knows which backends were compiled in).
+ *
+ * Tensors reach a backend as ct_kview values: a storage handle, an element
+ * offset, dtype, shape and strides. For the CPU the handle is a host pointer;
+ * for a device it is whatever the backend's alloc returned (an OpenCL buffer
+ * is a handle, not an address, so kernels always take handle + offset).
+ *
+ * Contracts (the core guarantees these before calling):
+ *  - all views of one call live on the same device as the backend;
+ *  - `out` views are freshly allocated and contiguous unless stated;
+ *  - inputs of unary/binary/where already have the compute dtype and the
+ *    output's shape (broadcast dims have stride 0);
+ *  - a backend returns CT_OK or sets an error with ct_error_set and returns
+ *    its code. Device backends may return before the work is done (issue 3).
+ */
+#ifndef CT_CORE_BACKEND_H
+#define CT_CORE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctorch/device.h"
+#include "ctorch/dtype.h"
+#include "ctorch/status.h"
+#include "ctorch/tensor.h"
+
+#define CT_BACKEND_API_VERSION 1
+
+typedef struct ct_kview {
+    void *data;                   /* storage base: host pointer or backend handle */
+    int64_t offset;               /* elements from data to element 0 */
+    ct_dtype dtype;
+    int ndim;
+    int device;                   /* device index within the backend */
+    int64_t shape[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS]; /* elements; 0 on broadcast dims */
+} ct_kview;
+
+typedef enum ct_unary_op {
+    CT_UN_NEG, CT_UN_ABS, CT_UN_SIGN, CT_UN_SQUARE,
+    CT_UN_EXP, CT_UN_EXPM1, CT_UN_LOG, CT_UN_LOG1P, CT_UN_LOG2,
+    CT_UN_SQRT, CT_UN_RSQRT, CT_UN_RECIPROCAL,
+    CT_UN_SIN, CT_UN_COS, CT_UN_TANH, CT_UN_SIGMOID,
+    CT_UN_RELU, CT_UN_GELU, CT_UN_GELU_TANH, CT_UN_SILU, CT_UN_SOFTPLUS, CT_UN_ERF,
+    CT_UN_FLOOR, CT_UN_CEIL, CT_UN_ROUND, CT_UN_TRUNC,
+    CT_UN_ISNAN, CT_UN_ISINF, CT_UN_ISFINITE, CT_UN_LOGICAL_NOT, /* output bool */
+    CT_UN_LEAKY_RELU,             /* p0 = negative slope */
+    CT_UN_CLAMP,                  /* p0 = lo, p1 = hi; NAN = no bound */
+    CT_UN_COUNT_
+} ct_unary_op;
+
+typedef enum ct_binary_op {
+    CT_BIN_ADD,                   /* a + alpha * b */
+    CT_BIN_SUB,                   /* a - alpha * b */
+    CT_BIN_MUL, CT_BIN_DIV, CT_BIN_FLOOR_DIV, CT_BIN_REMAINDER, CT_BIN_POW,
+    CT_BIN_MAXIMUM, CT_BIN_MINIMUM, CT_BIN_ATAN2,
+    CT_BIN_EQ, CT_BIN_NE, CT_BIN_LT, CT_BIN_LE, CT_BIN_GT, CT_BIN_GE,  /* output bool */
+    CT_BIN_LOGICAL_AND, CT_BIN_LOGICAL_OR, CT_BIN_LOGICAL_XOR,         /* output bool */
+    CT_BIN_COUNT_
+} ct_binary_op;
+
+typedef enum ct_reduce_op {
+    CT_RED_SUM, CT_RED_PROD, CT_RED_MEAN,
+    CT_RED_MAX, CT_RED_MIN,       /* out_index (int64) optional: first occurrence */
+    CT_RED_ARGMAX, CT_RED_ARGMIN, /* out is int64 */
+    CT_RED_VAR,                   /* param = correction; std is sqrt of it */
+    CT_RED_COUNT_
+} ct_reduce_op;
+
+typedef enum ct_random_kind {
+    CT_RAND_UNIFORM,              /* [a, b) */
+    CT_RAND_NORMAL,               /* mean a, std b */
+    CT_RAND_INT                   /* integers in [a, b) */
+} ct_random_kind;
+
+typedef struct ct_backend {
+    int api_version;
+    const char *name;
+    ct_device_type type;
+
+    /* devices */
+    int (*device_count)(void);
+    ct_status (*device_name)(int dev, char *buf, size_t size);
+    ct_status (*synchronize)(int dev);
+
+    /* memory: raw allocations and host transfers (read waits for the data) */
+    ct_status (*alloc)(int dev, size_t nbytes, void **handle);
+    void (*free)(int dev, void *handle);
+    ct_status (*write)(int dev, void *handle, size_t byte_offset, const void *src, size_t nbytes);
+    ct_status (*read)(int dev, void *handle, size_t byte_offset, void *dst, size_t nbytes);
+
+    /* data movement on one device: dst[i] = (dst.dtype) src[i]; any strides,
+     * same shape; dst may be a non-contiguous view. */
+    ct_status (*copy)(const ct_kview *dst, const ct_kview *src);
+    ct_status (*fill)(const ct_kview *dst, double value);                 /* any strides */
+    ct_status (*arange)(const ct_kview *dst, double start, double step);  /* contiguous */
+    /* Philox4x32-10 stream, dst contiguous: element i is computed from
+     * (seed, offset, i) exactly as src/kernels/philox.h maps it. */
+    ct_status (*random)(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset,
+                        double a, double b);
+
+    /* elementwise */
+    ct_status (*unary)(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0, double p1);
+    ct_status (*binary)(ct_binary_op op, const ct_kview *out, const ct_kview *a, const ct_kview *b,
+                        double alpha);
+    ct_status (*where)(const ct_kview *out, const ct_kview *cond, const ct_kview *a, const ct_kview *b);
+
+    /* reductions: `in` is 2-D [O, R] with any strides; the R axis is reduced
+     * into contiguous out [O] (and out_index [O], int64, for MAX/MIN when not
+     * NULL). Input dtype equals output dtype except ARGMAX/ARGMIN (int64 out).
+     * Float16/bfloat16 accumulate in float32. */
+    ct_status (*reduce)(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index,
+                        const ct_kview *in, double param);
+
+    /* out [B, M, N] contiguous = a [B, M, K] @ b [B, K, N]; a and b may have
+     * any strides (batch stride 0 when broadcast); all one dtype. */
+    ct_status (*matmul)(const ct_kview *out, const ct_kview *a, const ct_kview *b);
+
+    /* in and out contiguous, seen as [outer, dim, inner]; softmax over dim. */
+    ct_status (*softmax)(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim,
+                         int64_t inner, bool log);
+
+    /* in contiguous [outer, dim_in, inner], index 1-D int64 contiguous [n],
+     * out contiguous [outer, n, inner]. Indices already validated. */
+    ct_status (*index_select)(const ct_kview *out, const ct_kview *in, const ct_kview *index,
+                              int64_t outer, int64_t dim_in, int64_t inner);
+    /* out (contiguous, index's shape)[...i_dim...] = in[...index[...]...];
+     * index int64 contiguous; in any strides; indices already validated. */
+    ct_status (*gather)(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
+} ct_backend;
+
+/* registry.c: the table for a device type, or NULL when not compiled in. */
+const ct_backend *ct_backend_for(ct_device_type type);
+
+#endif /* CT_CORE_BACKEND_H */

@@ -1,0 +1,269 @@
+/*
+ * copy.c — moving and converting data: copy_ (with broadcasting, dtype
+ * conversion and device crossing), to(device, dtype), contiguous, clone,
+ * fill_, and reading values back to the host (item, get, copy_to_host).
+ *
+ * Crossing devices goes through host memory in two steps (source device ->
+ * host -> destination device), each done by the devices' own backends, so
+ * the core needs no pairwise device code. Reading on the host waits for the
+ * device, as PyTorch does for .item() and .cpu().
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* A contiguous kview over host memory, for conversions through the CPU backend. */
+static ct_kview host_kview(void *data, ct_dtype dt, int64_t numel) {
+    ct_kview v;
+    memset(&v, 0, sizeof v);
+    v.data = data;
+    v.dtype = dt;
+    v.ndim = 1;
+    v.shape[0] = numel;
+    v.strides[0] = 1;
+    for (int i = 1; i < CT_MAX_DIMS; i++) v.shape[i] = 1;
+    return v;
+}
+
+static ct_status host_convert(void *dst, ct_dtype dst_dt, const void *src, ct_dtype src_dt, int64_t n) {
+    if (n == 0) return CT_OK;
+    if (dst_dt == src_dt) {
+        memcpy(dst, src, (size_t)n * ct_dtype_size(dst_dt));
+        return CT_OK;
+    }
+    ct_kview d = host_kview(dst, dst_dt, n), s = host_kview((void *)src, src_dt, n);
+    return ct_backend_for(CT_DEVICE_CPU)->copy(&d, &s);
+}
+
+static bool ranges_overlap(const ct_tensor *a, const ct_tensor *b) {
+    return a->storage == b->storage; /* conservative: same storage may overlap */
+}
+
+/* Same-device copy of src (already broadcast-compatible) into dst. */
+static ct_status copy_same_device(ct_tensor *dst, const ct_tensor *src) {
+    ct_kview d = ct_kview_of(dst), s = ct_kview_of(src);
+    ct_broadcast_strides(src, dst->shape, dst->ndim, s.strides);
+    s.ndim = dst->ndim;
+    memcpy(s.shape, d.shape, sizeof s.shape);
+    for (int i = s.ndim; i < CT_MAX_DIMS; i++) s.strides[i] = 0;
+    return CTI_BACKEND_CALL(dst, copy, "copy_", &d, &s);
+}
+
+/* Bring a contiguous copy of src into host memory of the same dtype. */
+static ct_status read_to_host(const ct_tensor *src, void *host) {
+    ct_tensor *c = cti_contiguous(src);
+    if (!c) return ct_last_status();
+    size_t nbytes = (size_t)ct_shape_numel(c->shape, c->ndim) * ct_dtype_size(c->dtype);
+    ct_status st = nbytes == 0 ? CT_OK
+                               : cti_backend(c)->read(c->storage->device.index, c->storage->data,
+                                                      (size_t)c->offset * ct_dtype_size(c->dtype), host, nbytes);
+    ct_decref(c);
+    return st;
+}
+
+ct_status cti_copy(ct_tensor *dst, const ct_tensor *src) {
+    if (!dst || !src) return ct_last_status() ? ct_last_status() : CT_ERR_INVALID_ARG;
+    int64_t shape[CT_MAX_DIMS];
+    int n;
+    if (!ct_broadcast_shapes("copy_", dst->shape, dst->ndim, src->shape, src->ndim, shape, &n))
+        return ct_last_status();
+    char b1[CT_SHAPE_STR_MAX], b2[CT_SHAPE_STR_MAX];
+    CT_CHECK_STATUS(n == dst->ndim && memcmp(shape, dst->shape, sizeof(int64_t) * (size_t)n) == 0,
+                    CT_ERR_SHAPE, "copy_: source of shape %s cannot be broadcast to destination shape %s",
+                    ct_shape_str(src->shape, src->ndim, b1, sizeof b1),
+                    ct_shape_str(dst->shape, dst->ndim, b2, sizeof b2));
+    if (ct_shape_numel(dst->shape, dst->ndim) == 0) return CT_OK;
+
+    if (ct_device_equal(dst->storage->device, src->storage->device)) {
+        if (!ranges_overlap(dst, src)) return copy_same_device(dst, src);
+        ct_tensor *tmp = cti_clone(src); /* dst and src may alias: copy out first */
+        if (!tmp) return ct_last_status();
+        ct_status st = copy_same_device(dst, tmp);
+        ct_decref(tmp);
+        return st;
+    }
+    /* across devices: src -> host (in a CPU tensor) -> dst's device -> dst */
+    ct_tensor *host = cti_empty(src->shape, src->ndim, src->dtype, ct_device_cpu());
+    if (!host) return ct_last_status();
+    ct_status st = read_to_host(src, host->storage->data);
+    if (st == CT_OK && dst->storage->device.type == CT_DEVICE_CPU) {
+        st = copy_same_device(dst, host);
+    } else if (st == CT_OK) {
+        ct_tensor *staged = cti_empty(src->shape, src->ndim, src->dtype, dst->storage->device);
+        st = staged ? cti_backend(staged)->write(staged->storage->device.index, staged->storage->data, 0,
+                                                 host->storage->data, host->storage->nbytes)
+                    : ct_last_status();
+        if (st == CT_OK) st = copy_same_device(dst, staged);
+        ct_decref(staged);
+    }
+    ct_decref(host);
+    return st;
+}
+
+ct_tensor *cti_empty(const int64_t *shape, int ndim, ct_dtype dt, ct_device dev) {
+    return ct_tensor_alloc(shape, ndim, dt, dev);
+}
+
+ct_tensor *cti_empty_like(const ct_tensor *t) {
+    return t ? ct_tensor_alloc(t->shape, t->ndim, t->dtype, t->storage->device) : NULL;
+}
+
+ct_tensor *cti_clone(const ct_tensor *t) {
+    ct_tensor *out = cti_empty_like(t);
+    if (out && copy_same_device(out, t) != CT_OK) {
+        ct_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+ct_tensor *cti_contiguous(const ct_tensor *t) {
+    if (!t) return NULL;
+    if (ct_tensor_is_contiguous(t)) return ct_retain((ct_tensor *)t);
+    return cti_clone(t);
+}
+
+ct_tensor *cti_cast(const ct_tensor *t, ct_dtype dt) {
+    if (!t) return NULL;
+    dt = cti_resolve_dtype(dt);
+    if (t->dtype == dt) return ct_retain((ct_tensor *)t);
+    ct_tensor *out = ct_tensor_alloc(t->shape, t->ndim, dt, t->storage->device);
+    if (out && copy_same_device(out, t) != CT_OK) {
+        ct_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+ct_tensor *cti_to_device(const ct_tensor *t, ct_device dev) {
+    if (!t) return NULL;
+    ct_device d;
+    if (ct_device_check(dev, &d) != CT_OK) return NULL;
+    if (ct_device_equal(d, t->storage->device)) return ct_retain((ct_tensor *)t);
+    ct_tensor *out = ct_tensor_alloc(t->shape, t->ndim, t->dtype, d);
+    if (out && cti_copy(out, t) != CT_OK) {
+        ct_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+ct_tensor *cti_scalar(double v, ct_dtype dt, ct_device dev) { return cti_full(NULL, 0, v, dt, dev); }
+
+ct_tensor *cti_full(const int64_t *shape, int ndim, double v, ct_dtype dt, ct_device dev) {
+    ct_tensor *t = ct_tensor_alloc(shape, ndim, dt, dev);
+    if (t && ct_fill_(t, v) != CT_OK) {
+        ct_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* ---- public API ------------------------------------------------------------------ */
+
+ct_tensor *ct_contiguous(const ct_tensor *t) { return ct_track(cti_contiguous(t)); }
+ct_tensor *ct_clone(const ct_tensor *t) { return ct_track(cti_clone(t)); }
+
+ct_tensor *ct_to(const ct_tensor *t, ct_device device, ct_dtype dtype) {
+    if (!t) return NULL;
+    ct_tensor *c = cti_to_device(t, device);
+    ct_tensor *r = dtype == CT_DTYPE_DEFAULT ? c : cti_cast(c, dtype);
+    if (r != c) ct_decref(c);
+    return ct_track(r);
+}
+ct_tensor *ct_to_device(const ct_tensor *t, ct_device d) { return ct_track(cti_to_device(t, d)); }
+ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dt) {
+    if (t && !ct_dtype_is_valid(dt)) {
+        ct_error_set(CT_ERR_DTYPE, "to: invalid dtype %d", (int)dt);
+        return NULL;
+    }
+    return ct_track(cti_cast(t, dt));
+}
+ct_tensor *ct_cpu(const ct_tensor *t) { return ct_track(cti_to_device(t, ct_device_cpu())); }
+
+ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) { return cti_copy(dst, src); }
+
+ct_status ct_fill_(ct_tensor *t, double value) {
+    if (!t) return ct_last_status() ? ct_last_status() : CT_ERR_INVALID_ARG;
+    if (ct_shape_numel(t->shape, t->ndim) == 0) return CT_OK;
+    ct_kview v = ct_kview_of(t);
+    return CTI_BACKEND_CALL(t, fill, "fill_", &v, value);
+}
+
+ct_status ct_zero_(ct_tensor *t) { return ct_fill_(t, 0.0); }
+
+ct_status ct_copy_to_host(const ct_tensor *t, void *dst, ct_dtype dtype, int64_t numel) {
+    CT_CHECK_STATUS(t && dst, CT_ERR_INVALID_ARG, "copy_to_host: NULL argument");
+    CT_CHECK_STATUS(ct_dtype_is_valid(dtype), CT_ERR_DTYPE, "copy_to_host: invalid dtype %d", (int)dtype);
+    int64_t n = ct_shape_numel(t->shape, t->ndim);
+    CT_CHECK_STATUS(numel == n, CT_ERR_SHAPE,
+                    "copy_to_host: the buffer holds %lld elements but the tensor has %lld",
+                    (long long)numel, (long long)n);
+    if (n == 0) return CT_OK;
+    if (t->storage->device.type == CT_DEVICE_CPU) {
+        ct_kview d = host_kview(dst, dtype, n);
+        ct_kview s = ct_kview_of(t);
+        memcpy(d.shape, s.shape, sizeof d.shape);   /* view dst with t's shape */
+        d.ndim = s.ndim;
+        ct_contiguous_strides(s.shape, s.ndim, d.strides);
+        return ct_backend_for(CT_DEVICE_CPU)->copy(&d, &s);
+    }
+    void *tmp = malloc((size_t)n * ct_dtype_size(t->dtype));
+    CT_CHECK_STATUS(tmp != NULL, CT_ERR_OOM, "copy_to_host: out of host memory");
+    ct_status st = read_to_host(t, tmp);
+    if (st == CT_OK) st = host_convert(dst, dtype, tmp, t->dtype, n);
+    free(tmp);
+    return st;
+}
+
+ct_status ct_copy_from_host(ct_tensor *t, const void *src, ct_dtype dtype, int64_t numel) {
+    CT_CHECK_STATUS(t && src, CT_ERR_INVALID_ARG, "copy_from_host: NULL argument");
+    CT_CHECK_STATUS(ct_dtype_is_valid(dtype), CT_ERR_DTYPE, "copy_from_host: invalid dtype %d", (int)dtype);
+    int64_t n = ct_shape_numel(t->shape, t->ndim);
+    CT_CHECK_STATUS(numel == n, CT_ERR_SHAPE,
+                    "copy_from_host: the buffer holds %lld elements but the tensor has %lld",
+                    (long long)numel, (long long)n);
+    if (n == 0) return CT_OK;
+    /* wrap the host buffer as a temporary CPU tensor and copy_ from it */
+    ct_tensor *host = ct_tensor_alloc(t->shape, t->ndim, dtype, ct_device_cpu());
+    if (!host) return ct_last_status();
+    memcpy(host->storage->data, src, (size_t)n * ct_dtype_size(dtype));
+    ct_status st = cti_copy(t, host);
+    ct_decref(host);
+    return st;
+}
+
+ct_status ct_item_checked(const ct_tensor *t, double *out) {
+    CT_CHECK_STATUS(t && out, CT_ERR_INVALID_ARG, "item: NULL argument");
+    int64_t n = ct_shape_numel(t->shape, t->ndim);
+    CT_CHECK_STATUS(n == 1, CT_ERR_SHAPE, "item: a Tensor with %lld elements cannot be converted to Scalar",
+                    (long long)n);
+    return ct_copy_to_host(t, out, CT_FLOAT64, 1);
+}
+
+double ct_item(const ct_tensor *t) {
+    double v;
+    if (!t) return NAN;
+    return ct_item_checked(t, &v) == CT_OK ? v : NAN;
+}
+
+double ct_get(const ct_tensor *t, const int64_t *index) {
+    if (!t) return NAN;
+    int64_t off = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t k = index[i] < 0 ? index[i] + t->shape[i] : index[i];
+        if (k < 0 || k >= t->shape[i]) {
+            ct_error_set(CT_ERR_INDEX, "get: index %lld is out of bounds for dimension %d with size %lld",
+                         (long long)index[i], i, (long long)t->shape[i]);
+            return NAN;
+        }
+        off += k * t->strides[i];
+    }
+    ct_tensor *elem = ct_tensor_view_of(t, NULL, NULL, 0, off);
+    double v = NAN;
+    if (elem) ct_copy_to_host(elem, &v, CT_FLOAT64, 1);
+    ct_decref(elem);
+    return v;
+}

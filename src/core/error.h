@@ -1,0 +1,55 @@
+/*
+ * error.h — how library code raises errors (internal).
+ *
+ * ct_error_set() records a code and a printf-style message on the calling
+ * thread and calls the user's handler. The CT_CHECK family keeps validation
+ * code short: every check names the operation and the offending values.
+ * CT_ASSERT is for invariants that only a ctorch bug can break.
+ */
+#ifndef CT_CORE_ERROR_H
+#define CT_CORE_ERROR_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ctorch/status.h"
+
+#if defined(__GNUC__)
+#  define CT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#  define CT_PRINTF(a, b)
+#endif
+
+/* Record an error; returns code so callers can `return ct_error_set(…)`. */
+ct_status ct_error_set(ct_status code, const char *fmt, ...) CT_PRINTF(2, 3);
+
+/* Set the error and return `ret` if cond is false. */
+#define CT_CHECK_RET(cond, ret, code, ...)      \
+    do {                                        \
+        if (!(cond)) {                          \
+            ct_error_set((code), __VA_ARGS__);  \
+            return ret;                         \
+        }                                       \
+    } while (0)
+#define CT_CHECK_NULL(cond, code, ...) CT_CHECK_RET(cond, NULL, code, __VA_ARGS__)
+#define CT_CHECK_STATUS(cond, code, ...) CT_CHECK_RET(cond, (code), code, __VA_ARGS__)
+
+/* Propagate a failing ct_status. */
+#define CT_TRY(expr)                       \
+    do {                                   \
+        ct_status ct_try_s_ = (expr);      \
+        if (ct_try_s_ != CT_OK)            \
+            return ct_try_s_;              \
+    } while (0)
+
+/* Internal invariants: a failure is a ctorch bug. */
+#define CT_ASSERT(cond)                                                              \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "ctorch internal error: %s (%s:%d)\n", #cond, __FILE__, \
+                    __LINE__);                                                       \
+            abort();                                                                 \
+        }                                                                            \
+    } while (0)
+
+#endif /* CT_CORE_ERROR_H */

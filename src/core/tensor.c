@@ -1,0 +1,255 @@
+/*
+ * tensor.c — tensor handles: allocation, reference counting, scopes and
+ * property accessors.
+ *
+ * Ownership (the contract is spelled out in include/ctorch/tensor.h): each
+ * reference a public call returns is owned either by the caller or, inside a
+ * scope, by that scope. Scopes are a per-thread stack of arrays of
+ * references. ct_release looks for the reference in the open scopes (newest
+ * first, where it almost always is) so that releasing early inside a scope
+ * never leads to a double release at the scope's end.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static atomic_llong g_live_tensors;
+
+int64_t ct_live_tensors(void) { return (int64_t)atomic_load(&g_live_tensors); }
+
+/* ---- allocation ---------------------------------------------------------------- */
+
+static ct_tensor *tensor_header(void) {
+    ct_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        ct_error_set(CT_ERR_OOM, "out of memory allocating a tensor header");
+        return NULL;
+    }
+    atomic_init(&t->refcount, 1);
+    atomic_fetch_add(&g_live_tensors, 1);
+    return t;
+}
+
+ct_tensor *ct_tensor_alloc(const int64_t *shape, int ndim, ct_dtype dt, ct_device dev) {
+    char sbuf[CT_SHAPE_STR_MAX];
+    dt = cti_resolve_dtype(dt);
+    CT_CHECK_NULL(ct_dtype_is_valid(dt), CT_ERR_DTYPE, "invalid dtype %d", (int)dt);
+    CT_CHECK_NULL(ndim >= 0 && ndim <= CT_MAX_DIMS, CT_ERR_SHAPE,
+                  "tensors have at most %d dimensions, got %d", CT_MAX_DIMS, ndim);
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        CT_CHECK_NULL(shape[i] >= 0, CT_ERR_SHAPE,
+                      "Trying to create tensor with negative dimension %lld: %s",
+                      (long long)shape[i], ct_shape_str(shape, ndim, sbuf, sizeof sbuf));
+        CT_CHECK_NULL(shape[i] == 0 || numel <= INT64_MAX / 8 / shape[i], CT_ERR_OOM,
+                      "tensor of shape %s is too large", ct_shape_str(shape, ndim, sbuf, sizeof sbuf));
+        numel *= shape[i];
+    }
+    ct_device d;
+    if (ct_device_check(dev, &d) != CT_OK) return NULL;
+    ct_tensor *t = tensor_header();
+    if (!t) return NULL;
+    t->storage = ct_storage_new(d, (size_t)numel * ct_dtype_size(dt));
+    if (!t->storage) {
+        free(t);
+        atomic_fetch_sub(&g_live_tensors, 1);
+        return NULL;
+    }
+    t->ndim = ndim;
+    t->dtype = dt;
+    if (ndim > 0) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    ct_contiguous_strides(t->shape, ndim, t->strides);
+    return t;
+}
+
+ct_tensor *ct_tensor_view_of(const ct_tensor *base, const int64_t *shape, const int64_t *strides,
+                             int ndim, int64_t offset) {
+    if (!base) return NULL;
+    ct_tensor *t = tensor_header();
+    if (!t) return NULL;
+    t->storage = base->storage;
+    ct_storage_retain(t->storage);
+    t->ndim = ndim;
+    t->dtype = base->dtype;
+    t->offset = offset;
+    if (ndim > 0) {
+        memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+        memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    }
+    return t;
+}
+
+ct_kview ct_kview_of(const ct_tensor *t) {
+    ct_kview v;
+    v.data = t->storage->data;
+    v.offset = t->offset;
+    v.dtype = t->dtype;
+    v.ndim = t->ndim;
+    v.device = t->storage->device.index;
+    memcpy(v.shape, t->shape, sizeof v.shape);
+    memcpy(v.strides, t->strides, sizeof v.strides);
+    for (int i = t->ndim; i < CT_MAX_DIMS; i++) v.shape[i] = 1, v.strides[i] = 0;
+    return v;
+}
+
+/* ---- reference counting ----------------------------------------------------------- */
+
+static void tensor_destroy(ct_tensor *t) {
+    ct_storage_release(t->storage);
+    if (t->grad) ct_decref(t->grad);
+    free(t);
+    atomic_fetch_sub(&g_live_tensors, 1);
+}
+
+void ct_decref(ct_tensor *t) {
+    if (!t) return;
+    int old = atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel);
+    CT_ASSERT(old > 0);
+    if (old == 1) tensor_destroy(t);
+}
+
+ct_tensor *ct_retain(ct_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+
+int ct_refcount(const ct_tensor *t) { return t ? atomic_load(&((ct_tensor *)t)->refcount) : 0; }
+
+/* ---- scopes ------------------------------------------------------------------------ */
+
+typedef struct scope {
+    ct_tensor **items;
+    int64_t count, cap;
+} scope;
+
+#define CT_MAX_SCOPE_DEPTH 64
+static _Thread_local scope tl_scopes[CT_MAX_SCOPE_DEPTH];
+static _Thread_local int tl_depth;
+/* Nesting deeper than the fixed stack still balances: such scopes are
+ * counted but track nothing (their tensors go to the deepest real scope). */
+static _Thread_local int tl_overflow;
+
+int ct_scope_depth(void) { return tl_depth + tl_overflow; }
+
+void ct_scope_begin(void) {
+    if (tl_depth == CT_MAX_SCOPE_DEPTH) {
+        tl_overflow++;
+        return;
+    }
+    tl_scopes[tl_depth++].count = 0;
+}
+
+void ct_scope_end(void) {
+    if (tl_overflow > 0) {
+        tl_overflow--;
+        return;
+    }
+    if (tl_depth == 0) {
+        ct_error_set(CT_ERR_STATE, "ct_scope_end: no scope is open");
+        return;
+    }
+    scope *s = &tl_scopes[tl_depth - 1];
+    /* release newest first; entries set to NULL were released early */
+    for (int64_t i = s->count - 1; i >= 0; i--)
+        if (s->items[i]) ct_decref(s->items[i]);
+    s->count = 0;
+    tl_depth--;
+    if (tl_depth == 0) { /* outermost scope closed: give its array back */
+        free(s->items);
+        s->items = NULL;
+        s->cap = 0;
+    }
+}
+
+static bool scope_push(scope *s, ct_tensor *t) {
+    if (s->count == s->cap) {
+        int64_t cap = s->cap ? s->cap * 2 : 64;
+        ct_tensor **items = realloc(s->items, sizeof *items * (size_t)cap);
+        if (!items) return false;
+        s->items = items;
+        s->cap = cap;
+    }
+    s->items[s->count++] = t;
+    return true;
+}
+
+ct_tensor *ct_track(ct_tensor *t) {
+    if (!t || tl_depth == 0) return t;
+    if (!scope_push(&tl_scopes[tl_depth - 1], t)) {
+        ct_decref(t);
+        ct_error_set(CT_ERR_OOM, "out of memory growing a tensor scope");
+        return NULL;
+    }
+    return t;
+}
+
+/* Find and remove one scope-owned reference to t; true if found. */
+static bool scope_forget(ct_tensor *t) {
+    for (int d = tl_depth - 1; d >= 0; d--) {
+        scope *s = &tl_scopes[d];
+        for (int64_t i = s->count - 1; i >= 0; i--) {
+            if (s->items[i] == t) {
+                s->items[i] = NULL;
+                if (i == s->count - 1) s->count--;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+void ct_release(ct_tensor *t) {
+    if (!t) return;
+    scope_forget(t);
+    ct_decref(t);
+}
+
+ct_tensor *ct_keep(ct_tensor *t) {
+    if (!t || tl_depth == 0) return t;
+    /* The current scope keeps its reference (released at its end); the
+     * parent scope, or the caller outside all scopes, gets a new one. */
+    ct_retain(t);
+    if (tl_depth >= 2 && !scope_push(&tl_scopes[tl_depth - 2], t)) {
+        ct_decref(t);
+        ct_error_set(CT_ERR_OOM, "out of memory growing a tensor scope");
+        return NULL;
+    }
+    return t;
+}
+
+/* ---- properties ------------------------------------------------------------------ */
+
+int ct_ndim(const ct_tensor *t) { return t ? t->ndim : 0; }
+
+int64_t ct_size(const ct_tensor *t, int dim) {
+    int d;
+    if (!t || !ct_wrap_dim("size", dim, t->ndim, &d)) return -1;
+    return t->ndim == 0 ? 1 : t->shape[d];
+}
+
+int64_t ct_stride(const ct_tensor *t, int dim) {
+    int d;
+    if (!t || !ct_wrap_dim("stride", dim, t->ndim, &d)) return -1;
+    return t->ndim == 0 ? 1 : t->strides[d];
+}
+
+ct_shape ct_shape_of(const ct_tensor *t) {
+    return t ? ct_shape_make(t->ndim, t->shape) : ct_shape_make(0, NULL);
+}
+const int64_t *ct_sizes(const ct_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *ct_strides(const ct_tensor *t) { return t ? t->strides : NULL; }
+int64_t ct_storage_offset(const ct_tensor *t) { return t ? t->offset : 0; }
+int64_t ct_numel(const ct_tensor *t) { return t ? ct_shape_numel(t->shape, t->ndim) : 0; }
+ct_dtype ct_dtype_of(const ct_tensor *t) { return t ? t->dtype : CT_DTYPE_DEFAULT; }
+ct_device ct_device_of(const ct_tensor *t) { return t ? t->storage->device : ct_device_cpu(); }
+size_t ct_element_size(const ct_tensor *t) { return t ? ct_dtype_size(t->dtype) : 0; }
+bool ct_is_contiguous(const ct_tensor *t) { return t && ct_tensor_is_contiguous(t); }
+bool ct_shares_storage(const ct_tensor *a, const ct_tensor *b) {
+    return a && b && a->storage == b->storage;
+}
+
+void *ct_data_ptr(const ct_tensor *t) {
+    if (!t || t->storage->device.type != CT_DEVICE_CPU) return NULL;
+    return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype);
+}

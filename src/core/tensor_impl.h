@@ -1,0 +1,80 @@
+/*
+ * tensor_impl.h — the layout of tensors and storages, shared by the core and
+ * the op front-ends (internal; backends see only ct_kview).
+ *
+ * A storage is a reference-counted block of device memory, allocated through
+ * its device's backend. A tensor is a reference-counted view of a storage:
+ * shape, strides (in elements, outermost first, as in PyTorch) and an
+ * element offset. Several tensors may share one storage.
+ */
+#ifndef CT_CORE_TENSOR_IMPL_H
+#define CT_CORE_TENSOR_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctorch/tensor.h"
+#include "backend.h"
+
+typedef struct ct_storage {
+    atomic_int refcount;
+    ct_device device;        /* resolved: index >= 0 */
+    const ct_backend *backend;
+    void *data;              /* host pointer (cpu) or backend handle */
+    size_t nbytes;
+} ct_storage;
+
+struct ct_tensor {
+    atomic_int refcount;
+    ct_storage *storage;
+    int64_t offset;          /* elements */
+    int ndim;
+    int64_t shape[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS];
+    ct_dtype dtype;
+    /* autograd (issue 4) */
+    bool requires_grad;
+    struct ct_tensor *grad;
+    void *grad_fn;
+};
+
+/* storage.c */
+ct_storage *ct_storage_new(ct_device dev, size_t nbytes);   /* dev resolved */
+void ct_storage_retain(ct_storage *s);
+void ct_storage_release(ct_storage *s);
+
+/* tensor.c: untracked constructors for library code. The returned reference
+ * belongs to the caller and is not put in any scope; hand it to the user
+ * with ct_track(). */
+ct_tensor *ct_tensor_alloc(const int64_t *shape, int ndim, ct_dtype dt, ct_device dev);
+ct_tensor *ct_tensor_view_of(const ct_tensor *base, const int64_t *shape, const int64_t *strides,
+                             int ndim, int64_t offset);
+/* Put a fresh reference into the current scope (if any); returns t. */
+ct_tensor *ct_track(ct_tensor *t);
+/* Drop an internal reference without touching scopes. */
+void ct_decref(ct_tensor *t);
+
+/* The kernel view of a tensor for a backend call. */
+ct_kview ct_kview_of(const ct_tensor *t);
+
+/* shape.c */
+int64_t ct_shape_numel(const int64_t *shape, int ndim);
+void ct_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
+bool ct_tensor_is_contiguous(const ct_tensor *t);
+/* Wrap a possibly negative dim into [0, ndim); error names op and range. */
+bool ct_wrap_dim(const char *op, int dim, int ndim, int *out);
+/* Broadcast two shapes; error names both. */
+bool ct_broadcast_shapes(const char *op, const int64_t *a, int na, const int64_t *b, int nb,
+                         int64_t *out, int *nout);
+/* Strides of t viewed at a broadcast shape (0 on expanded dims). */
+void ct_broadcast_strides(const ct_tensor *t, const int64_t *shape, int ndim, int64_t *strides);
+/* "[2, 3, 4]" into buf. */
+const char *ct_shape_str(const int64_t *shape, int ndim, char *buf, size_t size);
+#define CT_SHAPE_STR_MAX 192
+
+/* device checks shared by ops: all non-NULL tensors on one device. */
+bool ct_check_same_device(const char *op, const ct_tensor *const *ts, int n);
+const char *ct_device_str(ct_device d, char *buf, size_t size);
+
+#endif /* CT_CORE_TENSOR_IMPL_H */
