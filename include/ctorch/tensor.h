@@ -14,7 +14,9 @@
  *     Calling ct_release(t) inside a scope is allowed: it gives the reference
  *     back early and the scope forgets it.
  *  3. ct_retain(t) takes an extra reference, which is yours to release and is
- *     never owned by a scope.
+ *     never owned by a scope. (References are interchangeable: inside a
+ *     scope, ct_release(t) gives back the scope's reference first, so after
+ *     ct_retain(t); ct_release(t); the remaining reference is yours.)
  *  4. Ops never take ownership of their inputs.
  *  5. Tensor handles and scopes are per thread: a scope only tracks tensors
  *     created on its own thread. Reference counts are atomic, so a tensor may
@@ -76,9 +78,11 @@ CT_API ct_tensor *ct_keep(ct_tensor *t);       /* returns t */
 CT_API int ct_scope_depth(void);
 /* A block whose temporaries are released at its end. Do not leave it with
  * return/goto/break; use ct_scope_begin/end directly when you need to. */
-#define CT_SCOPE                                                         \
-    for (int ct_scope_once_ = (ct_scope_begin(), 1); ct_scope_once_;     \
-         ct_scope_once_ = (ct_scope_end(), 0))
+#define CT_SCOPE CT_SCOPE_AT_(__LINE__)
+#define CT_SCOPE_AT_(line) CT_SCOPE_NAMED_(CT_CONCAT_(ct_scope_once_, line))
+#define CT_SCOPE_NAMED_(v) for (int v = (ct_scope_begin(), 1); v; v = (ct_scope_end(), 0))
+#define CT_CONCAT_(a, b) CT_CONCAT2_(a, b)
+#define CT_CONCAT2_(a, b) a##b
 
 /* Number of live tensor handles and storages in the process: tests use them
  * to prove that nothing leaks. */
@@ -192,12 +196,12 @@ CT_API ct_status ct_item_checked(const ct_tensor *t, double *out);
 CT_API double ct_get(const ct_tensor *t, const int64_t *index);
 
 /* ---- printing ----------------------------------------------------------- */
-/* Writes like PyTorch's repr: "tensor([[1.0000, 2.0000], …], dtype=…)".
- * Summarises with "..." past 1000 elements. */
+/* Writes like PyTorch's print(t): "tensor([[1.0000, 2.0000], …], dtype=…)"
+ * and a newline. Summarises with "..." past 1000 elements. */
 CT_API ct_status ct_fprint(FILE *f, const ct_tensor *t);
 CT_API ct_status ct_print(const ct_tensor *t);  /* to stdout */
-/* Same text into a buffer; returns the length it needed (snprintf rules),
- * or -1 on error. */
+/* Same text (without the newline) into a buffer; returns the length it
+ * needed (snprintf rules), or -1 on error. */
 CT_API int ct_snprint(char *buf, size_t size, const ct_tensor *t);
 
 #ifdef __cplusplus

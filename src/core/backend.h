@@ -17,7 +17,9 @@
  *  - inputs of unary/binary/where already have the compute dtype and the
  *    output's shape (broadcast dims have stride 0);
  *  - a backend returns CT_OK or sets an error with ct_error_set and returns
- *    its code. Device backends may return before the work is done (issue 3).
+ *    its code. Device backends enqueue on the current stream of the device
+ *    (cti_current_stream_handle in runtime.h) and return before the work is
+ *    done; `read` waits for the current stream before copying.
  */
 #ifndef CT_CORE_BACKEND_H
 #define CT_CORE_BACKEND_H
@@ -134,6 +136,35 @@ typedef struct ct_backend {
     /* out (contiguous, index's shape)[...i_dim...] = in[...index[...]...];
      * index int64 contiguous; in any strides; indices already validated. */
     ct_status (*gather)(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
+
+    /* ---- device runtime (issue 3). Synchronous backends (cpu) leave these
+     * NULL; the core then treats streams and events as already complete. ---- */
+    /* alloc/free above are raw segment calls for the caching allocator */
+    bool uses_caching_allocator;
+    ct_status (*mem_get_info)(int dev, size_t *free_bytes, size_t *total_bytes);
+    /* streams: an in-order queue of work on one device */
+    ct_status (*stream_create)(int dev, int priority, void **stream);
+    void (*stream_destroy)(int dev, void *stream);
+    ct_status (*stream_synchronize)(int dev, void *stream);
+    ct_status (*stream_query)(int dev, void *stream, bool *done);
+    void (*priority_range)(int *least, int *greatest);
+    /* events: a marker in a stream; timing ones can measure elapsed time */
+    ct_status (*event_create)(int dev, bool enable_timing, void **event);
+    void (*event_destroy)(int dev, void *event);
+    ct_status (*event_record)(int dev, void *event, void *stream);
+    ct_status (*event_query)(int dev, void *event, bool *done);
+    ct_status (*event_synchronize)(int dev, void *event);
+    ct_status (*stream_wait_event)(int dev, void *stream, void *event);
+    ct_status (*event_elapsed_ms)(int dev, void *start, void *end, float *ms);
+    /* host transfers enqueued on a stream without waiting; the host memory
+     * must stay valid until the stream reaches them (pinned memory) */
+    ct_status (*write_async)(int dev, void *handle, size_t byte_offset, const void *src, size_t nbytes,
+                             void *stream);
+    ct_status (*read_async)(int dev, void *handle, size_t byte_offset, void *dst, size_t nbytes,
+                            void *stream);
+    /* page-locked host memory for fast and asynchronous transfers */
+    ct_status (*host_alloc)(size_t nbytes, void **ptr);
+    void (*host_free)(void *ptr);
 } ct_backend;
 
 /* registry.c: the table for a device type, or NULL when not compiled in. */

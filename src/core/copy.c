@@ -169,8 +169,9 @@ ct_tensor *ct_clone(const ct_tensor *t) { return ct_track(cti_clone(t)); }
 ct_tensor *ct_to(const ct_tensor *t, ct_device device, ct_dtype dtype) {
     if (!t) return NULL;
     ct_tensor *c = cti_to_device(t, device);
-    ct_tensor *r = dtype == CT_DTYPE_DEFAULT ? c : cti_cast(c, dtype);
-    if (r != c) ct_decref(c);
+    if (dtype == CT_DTYPE_DEFAULT || !c) return ct_track(c);
+    ct_tensor *r = cti_cast(c, dtype); /* a new reference, even when it is c itself */
+    ct_decref(c);
     return ct_track(r);
 }
 ct_tensor *ct_to_device(const ct_tensor *t, ct_device d) { return ct_track(cti_to_device(t, d)); }

@@ -27,7 +27,7 @@ ct_status ct_device_parse(const char *str, ct_device *out) {
     CT_CHECK_STATUS(str && out, CT_ERR_INVALID_ARG, "device: NULL argument");
     CT_CHECK_STATUS(str[0] != '\0', CT_ERR_INVALID_ARG, "Device string must not be empty");
     size_t n = 0;
-    while (islower((unsigned char)str[n]) || str[n] == '_') n++;
+    while (isalpha((unsigned char)str[n]) || str[n] == '_') n++;
     const char *rest = str + n;
     CT_CHECK_STATUS(n > 0 && (*rest == '\0' || *rest == ':'), CT_ERR_INVALID_ARG,
                     "Invalid device string: '%s'", str);
@@ -76,6 +76,8 @@ ct_status ct_device_check(ct_device dev, ct_device *resolved) {
     const ct_backend *b = ct_backend_for(dev.type);
     CT_CHECK_STATUS(b != NULL, CT_ERR_DEVICE, "ctorch was not compiled with %s enabled",
                     k_type_titles[dev.type]);
+    CT_CHECK_STATUS(!(dev.type == CT_DEVICE_CPU && dev.index > 0), CT_ERR_DEVICE,
+                    "cpu: CPU device index must be -1 or zero, got %d", dev.index);
     int index = dev.index < 0 ? tl_current[dev.type] : dev.index;
     if (dev.type == CT_DEVICE_CPU) index = 0;
     int count = b->device_count();

@@ -123,17 +123,28 @@ typedef struct scope {
     int64_t count, cap;
 } scope;
 
-#define CT_MAX_SCOPE_DEPTH 64
-static _Thread_local scope tl_scopes[CT_MAX_SCOPE_DEPTH];
-static _Thread_local int tl_depth;
-/* Nesting deeper than the fixed stack still balances: such scopes are
- * counted but track nothing (their tensors go to the deepest real scope). */
+/* The per-thread stack of open scopes grows as needed. If it cannot grow
+ * (out of memory), the new scope is counted but tracks nothing; its tensors
+ * go to the innermost real scope, which is the safe direction (released
+ * later, never twice). */
+static _Thread_local scope *tl_scopes;
+static _Thread_local int tl_depth, tl_cap;
 static _Thread_local int tl_overflow;
 
 int ct_scope_depth(void) { return tl_depth + tl_overflow; }
 
 void ct_scope_begin(void) {
-    if (tl_depth == CT_MAX_SCOPE_DEPTH) {
+    if (tl_overflow == 0 && tl_depth == tl_cap) {
+        int cap = tl_cap ? tl_cap * 2 : 16;
+        scope *grown = realloc(tl_scopes, sizeof *grown * (size_t)cap);
+        if (grown) {
+            memset(grown + tl_cap, 0, sizeof *grown * (size_t)(cap - tl_cap));
+            tl_scopes = grown;
+            tl_cap = cap;
+        }
+    }
+    if (tl_overflow > 0 || tl_depth == tl_cap) {
+        ct_error_set(CT_ERR_OOM, "ct_scope_begin: out of memory growing the scope stack");
         tl_overflow++;
         return;
     }
@@ -155,10 +166,11 @@ void ct_scope_end(void) {
         if (s->items[i]) ct_decref(s->items[i]);
     s->count = 0;
     tl_depth--;
-    if (tl_depth == 0) { /* outermost scope closed: give its array back */
-        free(s->items);
-        s->items = NULL;
-        s->cap = 0;
+    if (tl_depth == 0) { /* outermost scope closed: give all memory back */
+        for (int d = 0; d < tl_cap; d++) free(tl_scopes[d].items);
+        free(tl_scopes);
+        tl_scopes = NULL;
+        tl_cap = 0;
     }
 }
 

@@ -348,9 +348,10 @@ ct_tensor *ct_unflatten(const ct_tensor *t, int dim, ct_shape sizes) {
         if (sizes.dims[i] == -1) infer = d + i; else known *= sizes.dims[i];
     }
     if (infer >= 0 && known > 0) shape[infer] = t->shape[d] / known;
+    char buf[CT_SHAPE_STR_MAX];
     CT_CHECK_NULL(ct_shape_numel(shape + d, sizes.ndim) == t->shape[d], CT_ERR_SHAPE,
-                  "unflatten: Provided sizes don't multiply up to the size of dim %d (%lld) in the input tensor",
-                  d, (long long)t->shape[d]);
+                  "unflatten: Provided sizes %s don't multiply up to the size of dim %d (%lld) in the input tensor",
+                  ct_shape_str(sizes.dims, sizes.ndim, buf, sizeof buf), d, (long long)t->shape[d]);
     return ct_track(cti_view(t, shape, n));
 }
 

@@ -13,20 +13,11 @@
 #include "../../core/error.h"
 #include "cpu_internal.h"
 
-/* Kernels implemented in the other cpu_*.c files. Declared weak while the op
- * families land one by one: an absent family leaves its entry NULL and the
- * core reports "not implemented on cpu". */
-#define CT_CPU_WEAK __attribute__((weak))
+/* Kernels implemented in the other cpu_*.c files. */
+#include "cpu_elementwise.h"
+#include "cpu_linalg.h"
+#include "cpu_reduce.h"
 ct_status ct_cpu_random(const ct_kview *, ct_random_kind, uint64_t, uint64_t, double, double);
-CT_CPU_WEAK ct_status ct_cpu_unary(ct_unary_op, const ct_kview *, const ct_kview *, double, double);
-CT_CPU_WEAK ct_status ct_cpu_binary(ct_binary_op, const ct_kview *, const ct_kview *, const ct_kview *, double);
-CT_CPU_WEAK ct_status ct_cpu_where(const ct_kview *, const ct_kview *, const ct_kview *, const ct_kview *);
-CT_CPU_WEAK ct_status ct_cpu_reduce(ct_reduce_op, const ct_kview *, const ct_kview *, const ct_kview *, double);
-CT_CPU_WEAK ct_status ct_cpu_matmul(const ct_kview *, const ct_kview *, const ct_kview *);
-CT_CPU_WEAK ct_status ct_cpu_softmax(const ct_kview *, const ct_kview *, int64_t, int64_t, int64_t, bool);
-CT_CPU_WEAK ct_status ct_cpu_index_select(const ct_kview *, const ct_kview *, const ct_kview *, int64_t,
-                                          int64_t, int64_t);
-CT_CPU_WEAK ct_status ct_cpu_gather(const ct_kview *, const ct_kview *, const ct_kview *, int);
 
 /* ---- devices and memory ------------------------------------------------------- */
 

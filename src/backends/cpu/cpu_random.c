@@ -16,6 +16,7 @@ ct_status ct_cpu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed,
     size_t es = ct_dtype_size(dst->dtype);
     ct_dtype dt = dst->dtype;
     uint64_t range = (uint64_t)((int64_t)b - (int64_t)a);
+    int bits = dt == CT_FLOAT16 ? 11 : dt == CT_BFLOAT16 ? 8 : 24; /* mantissa bits incl. implicit */
 #pragma omp parallel for if (n >= CT_CPU_GRAIN / 4) schedule(static)
     for (int64_t i = 0; i < n; i++) {
         uint32_t x0, x1;
@@ -26,7 +27,7 @@ ct_status ct_cpu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed,
             if (dt == CT_FLOAT64)
                 *(double *)p = a + (b - a) * ct_philox_uniform_f64(x0, x1);
             else
-                ct_cpu_store(p, dt, (double)((float)a + ((float)b - (float)a) * ct_philox_uniform_f32(x0)));
+                ct_cpu_store(p, dt, (double)((float)a + ((float)b - (float)a) * ct_philox_uniform_bits(x0, bits)));
             break;
         case CT_RAND_NORMAL:
             ct_cpu_store(p, dt, a + b * ct_philox_normal(x0, x1));

@@ -1,0 +1,360 @@
+/*
+ * elementwise.c — the front-ends of the elementwise ops: unary, binary,
+ * binary with a C scalar, and where.
+ *
+ * They hold PyTorch's rules that no backend should repeat: which dtype an op
+ * computes in and returns (type promotion, integer inputs to floating
+ * functions, bool results of comparisons), which dtypes an op refuses, and
+ * broadcasting. Backends then receive inputs already in the compute dtype
+ * and at the output's shape (stride 0 on broadcast dims).
+ *
+ * W0 of the benchmarks is `a + b` on one-element tensors, so the path keeps
+ * per-call work small: inputs already in the compute dtype are used as they
+ * are (no retain, no cast) and broadcasting is expressed in the kernel views
+ * on the stack instead of allocating expanded view tensors.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+/* ---- names ------------------------------------------------------------- */
+
+const char *cti_unary_name(ct_unary_op op) {
+    static const char *const names[CT_UN_COUNT_] = {
+        [CT_UN_NEG] = "neg", [CT_UN_ABS] = "abs", [CT_UN_SIGN] = "sign",
+        [CT_UN_SQUARE] = "square", [CT_UN_EXP] = "exp", [CT_UN_EXPM1] = "expm1",
+        [CT_UN_LOG] = "log", [CT_UN_LOG1P] = "log1p", [CT_UN_LOG2] = "log2",
+        [CT_UN_SQRT] = "sqrt", [CT_UN_RSQRT] = "rsqrt", [CT_UN_RECIPROCAL] = "reciprocal",
+        [CT_UN_SIN] = "sin", [CT_UN_COS] = "cos", [CT_UN_TANH] = "tanh",
+        [CT_UN_SIGMOID] = "sigmoid", [CT_UN_RELU] = "relu", [CT_UN_GELU] = "gelu",
+        [CT_UN_GELU_TANH] = "gelu", [CT_UN_SILU] = "silu", [CT_UN_SOFTPLUS] = "softplus",
+        [CT_UN_ERF] = "erf", [CT_UN_FLOOR] = "floor", [CT_UN_CEIL] = "ceil",
+        [CT_UN_ROUND] = "round", [CT_UN_TRUNC] = "trunc", [CT_UN_ISNAN] = "isnan",
+        [CT_UN_ISINF] = "isinf", [CT_UN_ISFINITE] = "isfinite",
+        [CT_UN_LOGICAL_NOT] = "logical_not", [CT_UN_LEAKY_RELU] = "leaky_relu",
+        [CT_UN_CLAMP] = "clamp",
+    };
+    return (unsigned)op < CT_UN_COUNT_ && names[op] ? names[op] : "unary";
+}
+
+const char *cti_binary_name(ct_binary_op op) {
+    static const char *const names[CT_BIN_COUNT_] = {
+        [CT_BIN_ADD] = "add", [CT_BIN_SUB] = "sub", [CT_BIN_MUL] = "mul",
+        [CT_BIN_DIV] = "div", [CT_BIN_FLOOR_DIV] = "floor_divide",
+        [CT_BIN_REMAINDER] = "remainder", [CT_BIN_POW] = "pow",
+        [CT_BIN_MAXIMUM] = "maximum", [CT_BIN_MINIMUM] = "minimum", [CT_BIN_ATAN2] = "atan2",
+        [CT_BIN_EQ] = "eq", [CT_BIN_NE] = "ne", [CT_BIN_LT] = "lt", [CT_BIN_LE] = "le",
+        [CT_BIN_GT] = "gt", [CT_BIN_GE] = "ge", [CT_BIN_LOGICAL_AND] = "logical_and",
+        [CT_BIN_LOGICAL_OR] = "logical_or", [CT_BIN_LOGICAL_XOR] = "logical_xor",
+    };
+    return (unsigned)op < CT_BIN_COUNT_ && names[op] ? names[op] : "binary";
+}
+
+/* ---- shared helpers ---------------------------------------------------- */
+
+/* t when it already has dtype dt (nothing to release), else a converted copy
+ * that the caller releases through *owned. NULL on failure. */
+static const ct_tensor *in_dtype(const ct_tensor *t, ct_dtype dt, ct_tensor **owned) {
+    *owned = NULL;
+    if (t->dtype == dt)
+        return t;
+    *owned = cti_cast(t, dt);
+    return *owned;
+}
+
+/* The kernel view of t seen at a broadcast shape (stride 0 on expanded
+ * dims): what cti_expand would give, without allocating a tensor. */
+static void broadcast_kview(const ct_tensor *t, const int64_t *shape, int ndim, ct_kview *v) {
+    /* filled here rather than through ct_kview_of, whose shape/stride copies
+     * would be overwritten at once (this is on W0's path three times) */
+    v->data = t->storage->data;
+    v->offset = t->offset;
+    v->dtype = t->dtype;
+    v->ndim = ndim;
+    v->device = t->storage->device.index;
+    for (int i = 0; i < CT_MAX_DIMS; i++) {
+        v->shape[i] = i < ndim ? shape[i] : 1;
+        v->strides[i] = 0;
+    }
+    ct_broadcast_strides(t, shape, ndim, v->strides);
+}
+
+static ct_status not_implemented(const char *op, ct_dtype dt) {
+    return ct_error_set(CT_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", op, op, ct_dtype_name(dt));
+}
+
+/* ---- unary ------------------------------------------------------------- */
+
+/* Ops that compute a floating function: integer and bool inputs are
+ * converted to the default float dtype first, as in PyTorch. */
+static bool unary_is_floating_function(ct_unary_op op) {
+    switch (op) {
+    case CT_UN_EXP: case CT_UN_EXPM1: case CT_UN_LOG: case CT_UN_LOG1P: case CT_UN_LOG2:
+    case CT_UN_SQRT: case CT_UN_RSQRT: case CT_UN_RECIPROCAL: case CT_UN_SIN: case CT_UN_COS:
+    case CT_UN_TANH: case CT_UN_SIGMOID: case CT_UN_GELU: case CT_UN_GELU_TANH: case CT_UN_SILU:
+    case CT_UN_SOFTPLUS: case CT_UN_ERF:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool unary_outputs_bool(ct_unary_op op) {
+    return op == CT_UN_ISNAN || op == CT_UN_ISINF || op == CT_UN_ISFINITE || op == CT_UN_LOGICAL_NOT;
+}
+
+/* torch.clamp promotes with its bounds like a binary op with scalars: an
+ * integer tensor clamped to a fractional bound becomes floating, a bool
+ * tensor with any bound becomes int64. */
+static ct_dtype clamp_dtype(ct_dtype in, double lo, double hi) {
+    if (ct_dtype_is_floating(in))
+        return in;
+    const bool fractional = (!isnan(lo) && !cti_is_whole(lo)) || (!isnan(hi) && !cti_is_whole(hi));
+    if (fractional)
+        return cti_resolve_dtype(CT_DTYPE_DEFAULT);
+    return in == CT_BOOL ? CT_INT64 : in;
+}
+
+/* The dtype op computes in (its input is cast to it) and the output dtype,
+ * or an error for dtypes PyTorch refuses. */
+static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1, ct_dtype *compute,
+                              ct_dtype *out) {
+    const char *name = cti_unary_name(op);
+    const bool floating = ct_dtype_is_floating(in);
+    *compute = in;
+    if (unary_is_floating_function(op)) {
+        if (!floating)
+            *compute = cti_resolve_dtype(CT_DTYPE_DEFAULT);
+    } else {
+        switch (op) {
+        case CT_UN_NEG:
+            if (in == CT_BOOL)
+                return ct_error_set(CT_ERR_DTYPE,
+                                    "neg: Negation, the `-` operator, on a bool tensor is not "
+                                    "supported. If you are trying to invert a mask, use the `~` "
+                                    "or `logical_not()` operator instead.");
+            break;
+        case CT_UN_RELU:
+            if (in == CT_BOOL)
+                return ct_error_set(CT_ERR_DTYPE, "relu: Boolean inputs not supported for relu");
+            break;
+        case CT_UN_ABS: case CT_UN_FLOOR: case CT_UN_CEIL: case CT_UN_ROUND: case CT_UN_TRUNC:
+            if (in == CT_BOOL)
+                return not_implemented(name, in);
+            break;
+        case CT_UN_SQUARE:
+            /* square is pow(x, 2): a bool tensor with an int scalar gives int64 */
+            if (in == CT_BOOL)
+                *compute = CT_INT64;
+            break;
+        case CT_UN_LEAKY_RELU:
+            if (!floating)
+                return not_implemented(name, in);
+            break;
+        case CT_UN_CLAMP:
+            if (isnan(p0) && isnan(p1))
+                return ct_error_set(CT_ERR_INVALID_ARG,
+                                    "clamp: At least one of 'min' or 'max' must not be None");
+            *compute = clamp_dtype(in, p0, p1);
+            break;
+        default:
+            break;
+        }
+    }
+    *out = unary_outputs_bool(op) ? CT_BOOL : *compute;
+    return CT_OK;
+}
+
+ct_tensor *cti_unary(ct_unary_op op, const ct_tensor *a, double p0, double p1) {
+    if (!a)
+        return NULL;
+    ct_dtype compute = CT_DTYPE_DEFAULT, out_dtype = CT_DTYPE_DEFAULT;
+    if (unary_dtypes(op, a->dtype, p0, p1, &compute, &out_dtype) != CT_OK)
+        return NULL;
+    ct_tensor *owned;
+    const ct_tensor *in = in_dtype(a, compute, &owned);
+    if (!in)
+        return NULL;
+    ct_tensor *out = cti_empty(a->shape, a->ndim, out_dtype, a->storage->device);
+    ct_status st = out ? CT_OK : ct_last_status();
+    if (out && ct_shape_numel(a->shape, a->ndim) > 0) {
+        ct_kview ko, ki;
+        broadcast_kview(out, a->shape, a->ndim, &ko);
+        broadcast_kview(in, a->shape, a->ndim, &ki);
+        st = CTI_BACKEND_CALL(out, unary, cti_unary_name(op), op, &ko, &ki, p0, p1);
+    }
+    ct_decref(owned);
+    if (st != CT_OK) {
+        ct_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- binary ------------------------------------------------------------ */
+
+static bool binary_outputs_bool(ct_binary_op op) { return op >= CT_BIN_EQ; }
+
+static ct_status check_alpha(ct_binary_op op, ct_dtype dt, double alpha) {
+    if ((op != CT_BIN_ADD && op != CT_BIN_SUB) || alpha == 1.0 || ct_dtype_is_floating(dt) ||
+        cti_is_whole(alpha))
+        return CT_OK;
+    return ct_error_set(CT_ERR_INVALID_ARG,
+                        "%s: For integral input tensors, argument alpha must not be a floating "
+                        "point number (got %g).",
+                        cti_binary_name(op), alpha);
+}
+
+/* The compute and output dtypes of a binary op, or an error for dtypes
+ * PyTorch refuses. */
+static ct_status binary_dtypes(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha,
+                               ct_dtype *compute, ct_dtype *out) {
+    const char *name = cti_binary_name(op);
+    ct_dtype r = cti_result_type(a, b);
+    switch (op) {
+    case CT_BIN_SUB:
+        if (a->dtype == CT_BOOL && b->dtype == CT_BOOL)
+            return ct_error_set(CT_ERR_DTYPE,
+                                "sub: Subtraction, the `-` operator, with two bool tensors is not "
+                                "supported. Use the `^` or `logical_xor()` operator instead.");
+        if (a->dtype == CT_BOOL || b->dtype == CT_BOOL)
+            return ct_error_set(CT_ERR_DTYPE,
+                                "sub: Subtraction, the `-` operator, with a bool tensor is not "
+                                "supported. If you are trying to invert a mask, use the `~` or "
+                                "`logical_not()` operator instead.");
+        break;
+    case CT_BIN_DIV: case CT_BIN_ATAN2:
+        /* true division and atan2 of integers give the default float dtype */
+        if (!ct_dtype_is_floating(r))
+            r = cti_resolve_dtype(CT_DTYPE_DEFAULT);
+        break;
+    case CT_BIN_FLOOR_DIV: case CT_BIN_REMAINDER: case CT_BIN_POW:
+        if (r == CT_BOOL)
+            return not_implemented(name, r);
+        break;
+    default:
+        break;
+    }
+    if (check_alpha(op, r, alpha) != CT_OK)
+        return ct_last_status();
+    *compute = r;
+    *out = binary_outputs_bool(op) ? CT_BOOL : r;
+    return CT_OK;
+}
+
+ct_tensor *cti_binary(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha) {
+    if (!a || !b)
+        return NULL;
+    const char *name = cti_binary_name(op);
+    const ct_tensor *operands[2] = {a, b};
+    if (!ct_check_same_device(name, operands, 2))
+        return NULL;
+    int64_t shape[CT_MAX_DIMS];
+    int ndim;
+    if (!ct_broadcast_shapes(name, a->shape, a->ndim, b->shape, b->ndim, shape, &ndim))
+        return NULL;
+    ct_dtype compute = CT_DTYPE_DEFAULT, out_dtype = CT_DTYPE_DEFAULT;
+    if (binary_dtypes(op, a, b, alpha, &compute, &out_dtype) != CT_OK)
+        return NULL;
+
+    ct_tensor *owned_a, *owned_b = NULL, *out = NULL;
+    const ct_tensor *ca = in_dtype(a, compute, &owned_a);
+    const ct_tensor *cb = ca ? in_dtype(b, compute, &owned_b) : NULL;
+    if (cb)
+        out = cti_empty(shape, ndim, out_dtype, a->storage->device);
+    ct_status st = out ? CT_OK : ct_last_status();
+    if (out && ct_shape_numel(shape, ndim) > 0) {
+        ct_kview ko, ka, kb;
+        broadcast_kview(out, shape, ndim, &ko);
+        broadcast_kview(ca, shape, ndim, &ka);
+        broadcast_kview(cb, shape, ndim, &kb);
+        st = CTI_BACKEND_CALL(out, binary, name, op, &ko, &ka, &kb, alpha);
+    }
+    ct_decref(owned_a);
+    ct_decref(owned_b);
+    if (st != CT_OK) {
+        ct_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* A C scalar is a "weak" operand, like a Python number: it only raises the
+ * category of the result (int tensor * 2.5 -> default float; float16 tensor
+ * * 2.5 -> float16). A C double cannot say whether the caller meant an int
+ * or a float, so a whole number (2.0) counts as an int scalar: that is what
+ * ct_mul_scalar(t, 2) means to a C user, and it keeps integer tensors
+ * integer. Infinities, NaN and values beyond int64 are float scalars. */
+static bool scalar_is_float(double s) {
+    return !(cti_is_whole(s) && fabs(s) < 9223372036854775808.0);
+}
+
+/* op(a, s), or op(s, a) when scalar_first. */
+static ct_tensor *binary_with_scalar(ct_binary_op op, const ct_tensor *a, double s, bool scalar_first) {
+    if (!a)
+        return NULL;
+    const bool is_float = scalar_is_float(s);
+    const ct_dtype r = cti_result_type_scalar(a, is_float);
+    if (op == CT_BIN_POW && !scalar_first && !is_float && s < 0 && !ct_dtype_is_floating(r)) {
+        ct_error_set(CT_ERR_INVALID_ARG, "pow: Integers to negative integer powers are not allowed.");
+        return NULL;
+    }
+    /* the scalar is stored in the result dtype, so cti_binary sees a 0-dim
+     * operand that promotes to exactly r */
+    ct_tensor *scalar = cti_scalar(s, r, a->storage->device);
+    ct_tensor *out = scalar_first ? cti_binary(op, scalar, a, 1.0) : cti_binary(op, a, scalar, 1.0);
+    ct_decref(scalar);
+    return out;
+}
+
+ct_tensor *cti_binary_scalar(ct_binary_op op, const ct_tensor *a, double s) {
+    return binary_with_scalar(op, a, s, false);
+}
+
+/* s - a (torch.rsub); here rather than with the other public one-liners
+ * because it needs the scalar on the left. */
+ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s) {
+    return ct_track(binary_with_scalar(CT_BIN_SUB, a, s, true));
+}
+
+/* ---- where ------------------------------------------------------------- */
+
+ct_tensor *cti_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
+    if (!cond || !a || !b)
+        return NULL;
+    const ct_tensor *operands[3] = {cond, a, b};
+    if (!ct_check_same_device("where", operands, 3))
+        return NULL;
+    CT_CHECK_NULL(cond->dtype == CT_BOOL, CT_ERR_DTYPE,
+                  "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                  ct_dtype_name(cond->dtype));
+    int64_t ab[CT_MAX_DIMS], shape[CT_MAX_DIMS];
+    int nab, ndim;
+    if (!ct_broadcast_shapes("where", a->shape, a->ndim, b->shape, b->ndim, ab, &nab) ||
+        !ct_broadcast_shapes("where", cond->shape, cond->ndim, ab, nab, shape, &ndim))
+        return NULL;
+    const ct_dtype r = cti_result_type(a, b);
+
+    ct_tensor *owned_a, *owned_b = NULL, *out = NULL;
+    const ct_tensor *ca = in_dtype(a, r, &owned_a);
+    const ct_tensor *cb = ca ? in_dtype(b, r, &owned_b) : NULL;
+    if (cb)
+        out = cti_empty(shape, ndim, r, a->storage->device);
+    ct_status st = out ? CT_OK : ct_last_status();
+    if (out && ct_shape_numel(shape, ndim) > 0) {
+        ct_kview ko, kc, ka, kb;
+        broadcast_kview(out, shape, ndim, &ko);
+        broadcast_kview(cond, shape, ndim, &kc);
+        broadcast_kview(ca, shape, ndim, &ka);
+        broadcast_kview(cb, shape, ndim, &kb);
+        st = CTI_BACKEND_CALL(out, where, "where", &ko, &kc, &ka, &kb);
+    }
+    ct_decref(owned_a);
+    ct_decref(owned_b);
+    if (st != CT_OK) {
+        ct_decref(out);
+        return NULL;
+    }
+    return out;
+}
