@@ -11,5 +11,7 @@
 #include "tensor.h"
 #include "ops.h"
 #include "random.h"
+#include "stream.h"
+#include "memory.h"
 
 #endif /* CTORCH_CTORCH_H */

@@ -178,6 +178,13 @@ CT_API ct_tensor *ct_to(const ct_tensor *t, ct_device device, ct_dtype dtype);
 CT_API ct_tensor *ct_to_device(const ct_tensor *t, ct_device device);
 CT_API ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype);
 CT_API ct_tensor *ct_cpu(const ct_tensor *t);
+/* .to(device, non_blocking=True). From pinned CPU memory to a device, and
+ * from a device to the CPU (into new pinned memory), the copy is only
+ * enqueued on the current stream: synchronize (the stream, an event or the
+ * device) before reading the result on the host or writing to the source.
+ * In every other case it behaves as ct_to_device. See ctorch/memory.h for
+ * pinned memory. */
+CT_API ct_tensor *ct_to_device_nb(const ct_tensor *t, ct_device device, bool non_blocking);
 /* dst.copy_(src): broadcasts src to dst's shape, converts dtype, crosses
  * devices. dst may be a view; its storage is written in place. */
 CT_API ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "runtime.h"
 
 /* A contiguous kview over host memory, for conversions through the CPU backend. */
 static ct_kview host_kview(void *data, ct_dtype dt, int64_t numel) {
@@ -58,7 +59,8 @@ static ct_status read_to_host(const ct_tensor *src, void *host) {
     size_t nbytes = (size_t)ct_shape_numel(c->shape, c->ndim) * ct_dtype_size(c->dtype);
     ct_status st = nbytes == 0 ? CT_OK
                                : cti_backend(c)->read(c->storage->device.index, c->storage->data,
-                                                      (size_t)c->offset * ct_dtype_size(c->dtype), host, nbytes);
+                                                      (size_t)ct_buffer_offset(c) * ct_dtype_size(c->dtype), host,
+                                                      nbytes);
     ct_decref(c);
     return st;
 }
@@ -92,8 +94,9 @@ ct_status cti_copy(ct_tensor *dst, const ct_tensor *src) {
         st = copy_same_device(dst, host);
     } else if (st == CT_OK) {
         ct_tensor *staged = cti_empty(src->shape, src->ndim, src->dtype, dst->storage->device);
-        st = staged ? cti_backend(staged)->write(staged->storage->device.index, staged->storage->data, 0,
-                                                 host->storage->data, host->storage->nbytes)
+        st = staged ? cti_backend(staged)->write(staged->storage->device.index, staged->storage->data,
+                                                 staged->storage->byte_offset, host->storage->data,
+                                                 host->storage->nbytes)
                     : ct_last_status();
         if (st == CT_OK) st = copy_same_device(dst, staged);
         ct_decref(staged);
@@ -183,6 +186,60 @@ ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dt) {
     return ct_track(cti_cast(t, dt));
 }
 ct_tensor *ct_cpu(const ct_tensor *t) { return ct_track(cti_to_device(t, ct_device_cpu())); }
+
+/* Host -> device from pinned memory, enqueued on the device's current stream. */
+static ct_tensor *upload_async(const ct_tensor *t, ct_device d) {
+    ct_tensor *out = cti_empty(t->shape, t->ndim, t->dtype, d);
+    ct_stream *s = out ? cti_current_stream(d) : NULL;
+    if (!s) goto fail;
+    size_t nbytes = (size_t)ct_shape_numel(t->shape, t->ndim) * ct_dtype_size(t->dtype);
+    if (nbytes && cti_backend(out)->write_async(d.index, out->storage->data, out->storage->byte_offset,
+                                                ct_data_ptr(t), nbytes, s->handle) != CT_OK)
+        goto fail;
+    /* the pinned block must not be reused before the stream has read it */
+    if (ct_record_stream(t, s) != CT_OK) goto fail;
+    return out;
+fail:
+    ct_decref(out);
+    return NULL;
+}
+
+/* Device -> new pinned host memory, enqueued on the device's current stream. */
+static ct_tensor *download_async(const ct_tensor *t) {
+    size_t nbytes = (size_t)ct_shape_numel(t->shape, t->ndim) * ct_dtype_size(t->dtype);
+    ct_storage *st = ct_storage_new_pinned(nbytes);
+    ct_tensor *out = st ? ct_tensor_on_storage(st, t->shape, t->ndim, t->dtype) : NULL;
+    ct_stream *s = out ? cti_current_stream(t->storage->device) : NULL;
+    if (!s) goto fail;
+    if (nbytes && cti_backend(t)->read_async(t->storage->device.index, t->storage->data,
+                                             (size_t)ct_buffer_offset(t) * ct_dtype_size(t->dtype),
+                                             out->storage->data, nbytes, s->handle) != CT_OK)
+        goto fail;
+    if (ct_record_stream(out, s) != CT_OK) goto fail;
+    return out;
+fail:
+    ct_decref(out);
+    return NULL;
+}
+
+ct_tensor *ct_to_device_nb(const ct_tensor *t, ct_device device, bool non_blocking) {
+    if (!t) return NULL;
+    ct_device d;
+    if (ct_device_check(device, &d) != CT_OK) return NULL;
+    const ct_device src = t->storage->device;
+    if (non_blocking && !ct_device_equal(src, d) && ct_tensor_is_contiguous(t)) {
+        const ct_backend *db = ct_backend_for(d.type);
+        if (src.type == CT_DEVICE_CPU && t->storage->pinned && db->write_async)
+            return ct_track(upload_async(t, d));
+        if (d.type == CT_DEVICE_CPU && cti_backend(t)->read_async) {
+            ct_clear_error();
+            ct_tensor *out = download_async(t);
+            if (out) return ct_track(out);
+            if (ct_last_status() != CT_ERR_UNSUPPORTED) return NULL; /* no pinned memory: copy synchronously */
+        }
+    }
+    return ct_track(cti_to_device(t, d));
+}
 
 ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) { return cti_copy(dst, src); }
 

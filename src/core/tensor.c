@@ -48,14 +48,17 @@ ct_tensor *ct_tensor_alloc(const int64_t *shape, int ndim, ct_dtype dt, ct_devic
     }
     ct_device d;
     if (ct_device_check(dev, &d) != CT_OK) return NULL;
+    ct_storage *s = ct_storage_new(d, (size_t)numel * ct_dtype_size(dt));
+    return s ? ct_tensor_on_storage(s, shape, ndim, dt) : NULL;
+}
+
+ct_tensor *ct_tensor_on_storage(ct_storage *s, const int64_t *shape, int ndim, ct_dtype dt) {
     ct_tensor *t = tensor_header();
-    if (!t) return NULL;
-    t->storage = ct_storage_new(d, (size_t)numel * ct_dtype_size(dt));
-    if (!t->storage) {
-        free(t);
-        atomic_fetch_sub(&g_live_tensors, 1);
+    if (!t) {
+        ct_storage_release(s);
         return NULL;
     }
+    t->storage = s;
     t->ndim = ndim;
     t->dtype = dt;
     if (ndim > 0) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
@@ -83,7 +86,7 @@ ct_tensor *ct_tensor_view_of(const ct_tensor *base, const int64_t *shape, const 
 ct_kview ct_kview_of(const ct_tensor *t) {
     ct_kview v;
     v.data = t->storage->data;
-    v.offset = t->offset;
+    v.offset = ct_buffer_offset(t);
     v.dtype = t->dtype;
     v.ndim = t->ndim;
     v.device = t->storage->device.index;
@@ -263,5 +266,5 @@ bool ct_shares_storage(const ct_tensor *a, const ct_tensor *b) {
 
 void *ct_data_ptr(const ct_tensor *t) {
     if (!t || t->storage->device.type != CT_DEVICE_CPU) return NULL;
-    return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype);
+    return (char *)t->storage->data + ct_buffer_offset(t) * (int64_t)ct_dtype_size(t->dtype);
 }

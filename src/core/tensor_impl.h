@@ -17,12 +17,21 @@
 #include "ctorch/tensor.h"
 #include "backend.h"
 
+struct ct_alloc_cache;
+struct ct_stream;
+
 typedef struct ct_storage {
     atomic_int refcount;
     ct_device device;        /* resolved: index >= 0 */
     const ct_backend *backend;
-    void *data;              /* host pointer (cpu) or backend handle */
+    void *data;              /* host pointer (cpu) or backend buffer handle */
+    size_t byte_offset;      /* where this storage starts inside `data` */
     size_t nbytes;
+    /* device memory from the caching allocator (NULL: direct allocation) */
+    struct ct_alloc_cache *cache;
+    void *block;
+    struct ct_stream *stream; /* the stream it was allocated on */
+    bool pinned;             /* cpu storage in page-locked memory */
 } ct_storage;
 
 struct ct_tensor {
@@ -39,8 +48,17 @@ struct ct_tensor {
     void *grad_fn;
 };
 
+/* Element offset of t's element 0 from the start of its storage's buffer
+ * (storage->data). Cached blocks start at 512-byte multiples, so the
+ * division is exact for every dtype. */
+static inline int64_t ct_buffer_offset(const ct_tensor *t) {
+    return (int64_t)(t->storage->byte_offset / ct_dtype_size(t->dtype)) + t->offset;
+}
+
 /* storage.c */
 ct_storage *ct_storage_new(ct_device dev, size_t nbytes);   /* dev resolved */
+/* A CPU storage in page-locked memory (needs a backend with host_alloc). */
+ct_storage *ct_storage_new_pinned(size_t nbytes);
 void ct_storage_retain(ct_storage *s);
 void ct_storage_release(ct_storage *s);
 
@@ -48,6 +66,8 @@ void ct_storage_release(ct_storage *s);
  * belongs to the caller and is not put in any scope; hand it to the user
  * with ct_track(). */
 ct_tensor *ct_tensor_alloc(const int64_t *shape, int ndim, ct_dtype dt, ct_device dev);
+/* A contiguous tensor over a fresh storage, taking over the storage's reference. */
+ct_tensor *ct_tensor_on_storage(ct_storage *s, const int64_t *shape, int ndim, ct_dtype dt);
 ct_tensor *ct_tensor_view_of(const ct_tensor *base, const int64_t *shape, const int64_t *strides,
                              int ndim, int64_t offset);
 /* Put a fresh reference into the current scope (if any); returns t. */

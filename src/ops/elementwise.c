@@ -69,7 +69,7 @@ static void broadcast_kview(const ct_tensor *t, const int64_t *shape, int ndim, 
     /* filled here rather than through ct_kview_of, whose shape/stride copies
      * would be overwritten at once (this is on W0's path three times) */
     v->data = t->storage->data;
-    v->offset = t->offset;
+    v->offset = ct_buffer_offset(t);
     v->dtype = t->dtype;
     v->ndim = ndim;
     v->device = t->storage->device.index;

@@ -17,11 +17,11 @@
 static const int64_t *host_indices(const ct_tensor *idx, int64_t n, int64_t **owned) {
     *owned = NULL;
     if (idx->storage->device.type == CT_DEVICE_CPU)
-        return (const int64_t *)idx->storage->data + idx->offset;
+        return (const int64_t *)idx->storage->data + ct_buffer_offset(idx);
     int64_t *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof *buf);
     CT_CHECK_NULL(buf, CT_ERR_OOM, "out of memory reading %lld indices", (long long)n);
     ct_status st = cti_backend(idx)->read(idx->storage->device.index, idx->storage->data,
-                                           (size_t)idx->offset * sizeof *buf, buf,
+                                           (size_t)ct_buffer_offset(idx) * sizeof *buf, buf,
                                            (size_t)n * sizeof *buf);
     if (st != CT_OK) {
         free(buf);

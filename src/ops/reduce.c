@@ -189,7 +189,9 @@ static ct_status call_backend(const reduce_req *q, const ct_tensor *src, int64_t
                               int64_t so, int64_t sr, int64_t R, int64_t o0, int64_t n,
                               ct_tensor *out, ct_tensor *idx) {
     ct_kview kin = ct_kview_of(src), kout = ct_kview_of(out), kidx;
-    kin.offset = in_offset;
+    /* in_offset counts from the tensor's storage start; the kernel view
+     * counts from the buffer, where the storage may start further in */
+    kin.offset = in_offset + (ct_buffer_offset(src) - src->offset);
     kin.ndim = 2;
     kin.shape[0] = n;
     kin.shape[1] = R;

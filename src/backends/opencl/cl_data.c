@@ -1,0 +1,412 @@
+/*
+ * cl_data.c — the OpenCL backend's data-movement entries (copy with dtype
+ * conversion, fill, arange, random) and matmul.
+ *
+ * The CPU backend is the reference: the kernels of src/kernels/data.kh
+ * reproduce its conversions and its random streams bit for bit. Float
+ * products go through CLBlast (row-major GEMM, operands passed in place
+ * when their strides fit a BLAS layout, packed otherwise); float16/bfloat16
+ * are widened to float32 and rounded once, integers use our own kernel
+ * (src/kernels/matmul_int.kh). Devices without fp64 compute arange and
+ * random on the host (through the CPU backend) so their values still match.
+ */
+#include <clblast_c.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cpu/cpu_internal.h"
+#include "cl_device.h"
+#include "cl_ops.h"
+
+ct_status ct_cl_copy(const ct_kview *dst, const ct_kview *src);
+ct_status ct_cl_fill(const ct_kview *dst, double value);
+ct_status ct_cl_arange(const ct_kview *dst, double start, double step);
+ct_status ct_cl_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
+                       double b);
+ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+/* Metadata of same-shaped views with size-1 dimensions dropped and
+ * neighbouring dimensions merged wherever they are contiguous in every view,
+ * so kernels mostly see one dimension. */
+static void merged_metas(const ct_kview *const *v, int nv, ct_cl_meta *out) {
+    for (int k = 0; k < nv; k++) {
+        memset(&out[k], 0, sizeof out[k]);
+        out[k].offset = v[k]->offset;
+        out[k].dtype = v[k]->dtype;
+        out[k].numel = 1;
+    }
+    int n = 0;
+    for (int d = 0; d < v[0]->ndim; d++) {
+        int64_t size = v[0]->shape[d];
+        for (int k = 0; k < nv; k++) out[k].numel *= size;
+        if (size == 1) continue;
+        bool merge = n > 0;
+        for (int k = 0; k < nv && merge; k++)
+            merge = out[k].strides[n - 1] == v[k]->strides[d] * size;
+        for (int k = 0; k < nv; k++) {
+            if (merge) {
+                out[k].shape[n - 1] *= size;
+                out[k].strides[n - 1] = v[k]->strides[d];
+            } else {
+                out[k].shape[n] = size;
+                out[k].strides[n] = v[k]->strides[d];
+            }
+        }
+        if (!merge) n++;
+    }
+    for (int k = 0; k < nv; k++) out[k].ndim = n;
+}
+
+static bool meta_is_contiguous(const ct_cl_meta *m) { return m->ndim == 0 || (m->ndim == 1 && m->strides[0] == 1); }
+
+static int64_t view_numel(const ct_kview *v) {
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim; d++) n *= v->shape[d];
+    return n;
+}
+
+static ct_status need_fp64(const ct_cl_device *d, int dev, const char *op) {
+    if (d->has_fp64) return CT_OK;
+    return ct_error_set(CT_ERR_UNSUPPORTED, "%s: float64 is not supported on opencl:%d (%s has no fp64)", op, dev,
+                        d->name);
+}
+
+static ct_status launch(int dev, const char *kernel, const ct_clops_arg *args, int nargs, int64_t n) {
+    return ct_clops_launch(dev, kernel, args, nargs, (size_t)n, 0);
+}
+
+/* A new device buffer for temporaries; the caller releases it once the
+ * commands using it are enqueued (OpenCL frees it when they finish). */
+static ct_status temp_buffer(int dev, size_t nbytes, cl_mem *out) {
+    return ct_backend_for(CT_DEVICE_OPENCL)->alloc(dev, nbytes, (void **)out);
+}
+static void temp_release(int dev, cl_mem m) { ct_backend_for(CT_DEVICE_OPENCL)->free(dev, m); }
+
+/* ---- copy, fill -------------------------------------------------------------------------------- */
+
+ct_status ct_cl_copy(const ct_kview *dst, const ct_kview *src) {
+    const int dev = dst->device;
+    ct_cl_device *d = ct_cl_ready(dev);
+    if (!d) return ct_last_status();
+    const ct_kview *views[2] = {dst, src};
+    ct_cl_meta m[2];
+    merged_metas(views, 2, m);
+    if (m[0].numel == 0) return CT_OK;
+    if (dst->dtype != src->dtype && (dst->dtype == CT_FLOAT64 || src->dtype == CT_FLOAT64))
+        CT_TRY(need_fp64(d, dev, "copy_"));
+    if (dst->dtype == src->dtype && meta_is_contiguous(&m[0]) && meta_is_contiguous(&m[1])) {
+        size_t es = ct_dtype_size(dst->dtype);
+        cl_command_queue q = ct_cl_queue(dev);
+        if (!q) return ct_last_status();
+        CT_CL_TRY(clEnqueueCopyBuffer(q, (cl_mem)src->data, (cl_mem)dst->data, (size_t)src->offset * es,
+                                      (size_t)dst->offset * es, (size_t)m[0].numel * es, 0, NULL, NULL));
+        return CT_OK;
+    }
+    cl_mem bd = dst->data, bs = src->data;
+    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(m[0]), CT_CLOPS_ARG(bs), CT_CLOPS_ARG(m[1])};
+    return launch(dev, "ct_k_copy", args, 4, m[0].numel);
+}
+
+ct_status ct_cl_fill(const ct_kview *dst, double value) {
+    const int dev = dst->device;
+    const ct_kview *views[1] = {dst};
+    ct_cl_meta m;
+    merged_metas(views, 1, &m);
+    if (m.numel == 0) return CT_OK;
+    cl_ulong bits = 0; /* the value in the dtype, converted by the CPU's rules */
+    ct_cpu_store(&bits, dst->dtype, value);
+    if (meta_is_contiguous(&m)) {
+        size_t es = ct_dtype_size(dst->dtype);
+        cl_command_queue q = ct_cl_queue(dev);
+        if (!q) return ct_last_status();
+        CT_CL_TRY(clEnqueueFillBuffer(q, (cl_mem)dst->data, &bits, es, (size_t)dst->offset * es,
+                                      (size_t)m.numel * es, 0, NULL, NULL));
+        return CT_OK;
+    }
+    cl_mem bd = dst->data;
+    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(m), CT_CLOPS_ARG(bits)};
+    return launch(dev, "ct_k_fill", args, 3, m.numel);
+}
+
+/* ---- arange, random ------------------------------------------------------------------------------ */
+
+/* What the CPU backend would write into a contiguous dst, computed on the
+ * host and uploaded: for devices that cannot do the double math. */
+typedef ct_status (*host_fill_fn)(const ct_kview *host, const void *args);
+
+static ct_status fill_via_host(const ct_kview *dst, host_fill_fn fn, const void *args) {
+    int64_t n = view_numel(dst);
+    size_t es = ct_dtype_size(dst->dtype), nbytes = (size_t)n * es;
+    void *host = malloc(nbytes ? nbytes : 1);
+    if (!host) return ct_error_set(CT_ERR_OOM, "opencl: out of host memory staging %zu bytes", nbytes);
+    ct_kview h;
+    memset(&h, 0, sizeof h);
+    h.data = host;
+    h.dtype = dst->dtype;
+    h.ndim = 1;
+    h.shape[0] = n;
+    h.strides[0] = 1;
+    ct_status st = fn(&h, args);
+    if (st == CT_OK)
+        st = ct_backend_for(CT_DEVICE_OPENCL)->write(dst->device, dst->data, (size_t)dst->offset * es, host, nbytes);
+    free(host);
+    return st;
+}
+
+typedef struct arange_args {
+    double start, step;
+} arange_args;
+
+static ct_status host_arange(const ct_kview *h, const void *p) {
+    const arange_args *a = p;
+    return ct_backend_for(CT_DEVICE_CPU)->arange(h, a->start, a->step);
+}
+
+ct_status ct_cl_arange(const ct_kview *dst, double start, double step) {
+    const int dev = dst->device;
+    ct_cl_device *d = ct_cl_ready(dev);
+    if (!d) return ct_last_status();
+    cl_long off = dst->offset, n = view_numel(dst);
+    cl_int dt = dst->dtype;
+    if (n == 0) return CT_OK;
+    cl_mem bd = dst->data;
+    if (ct_dtype_is_integral(dst->dtype, true) && start == (double)(int64_t)start && step == (double)(int64_t)step) {
+        cl_long s0 = (int64_t)start, st = (int64_t)step;
+        ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(off), CT_CLOPS_ARG(n),
+                               CT_CLOPS_ARG(dt), CT_CLOPS_ARG(s0), CT_CLOPS_ARG(st)};
+        return launch(dev, "ct_k_arange_long", args, 6, n);
+    }
+    if (!d->has_fp64) {
+        if (dst->dtype == CT_FLOAT64) CT_TRY(need_fp64(d, dev, "arange"));
+        arange_args a = {start, step};
+        return fill_via_host(dst, host_arange, &a);
+    }
+    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(off), CT_CLOPS_ARG(n),
+                           CT_CLOPS_ARG(dt), CT_CLOPS_ARG(start), CT_CLOPS_ARG(step)};
+    return launch(dev, "ct_k_arange_double", args, 6, n);
+}
+
+typedef struct random_args {
+    ct_random_kind kind;
+    uint64_t seed, offset;
+    double a, b;
+} random_args;
+
+static ct_status host_random(const ct_kview *h, const void *p) {
+    const random_args *r = p;
+    return ct_backend_for(CT_DEVICE_CPU)->random(h, r->kind, r->seed, r->offset, r->a, r->b);
+}
+
+ct_status ct_cl_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
+                       double b) {
+    const int dev = dst->device;
+    ct_cl_device *d = ct_cl_ready(dev);
+    if (!d) return ct_last_status();
+    cl_long off = dst->offset, n = view_numel(dst), lo = (int64_t)a;
+    cl_ulong range = (uint64_t)((int64_t)b - (int64_t)a), s = seed, o = offset;
+    cl_int dt = dst->dtype, k = kind;
+    if (n == 0) return CT_OK;
+    CT_CHECK_STATUS(kind != CT_RAND_INT || range != 0, CT_ERR_INVALID_ARG,
+                    "random_: expects 'from' to be less than 'to', but got from=%.17g >= to=%.17g", a, b);
+    if (!d->has_fp64) {
+        if (dst->dtype == CT_FLOAT64) CT_TRY(need_fp64(d, dev, "random_"));
+        random_args r = {kind, seed, offset, a, b};
+        return fill_via_host(dst, host_random, &r);
+    }
+    cl_mem bd = dst->data;
+    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(off), CT_CLOPS_ARG(n),  CT_CLOPS_ARG(dt),
+                           CT_CLOPS_ARG(k),  CT_CLOPS_ARG(s),   CT_CLOPS_ARG(o),  CT_CLOPS_ARG(a),
+                           CT_CLOPS_ARG(b),  CT_CLOPS_ARG(lo),  CT_CLOPS_ARG(range)};
+    return launch(dev, "ct_k_random", args, 11, n);
+}
+
+/* ---- matmul --------------------------------------------------------------------------------------- */
+
+/* One operand: element (b, r, c) at off + b*sb + r*sr + c*sc elements of buf. */
+typedef struct mm_side {
+    cl_mem buf;
+    int64_t off, sb, sr, sc;
+} mm_side;
+
+typedef struct mm_dims {
+    int64_t batch, m, n, k;
+} mm_dims;
+
+/* Same layout as ct_kmm in src/kernels/matmul_int.kh. */
+typedef struct cl_kmm {
+    cl_long batch, m, n, k;
+    cl_long a_off, a_sb, a_sr, a_sc;
+    cl_long b_off, b_sb, b_sr, b_sc;
+    cl_long c_off;
+    cl_long dtype;
+} cl_kmm;
+
+static mm_side side_of(const ct_kview *v) {
+    mm_side s = {v->data, v->offset, v->strides[0], v->strides[1], v->strides[2]};
+    return s;
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* How BLAS reads a row-major rows×cols matrix with these strides: as stored
+ * (element (r, c) at r*ld + c) or transposed (at c*ld + r), as the CPU
+ * backend decides; false when neither fits. */
+static bool gemm_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, CLBlastTranspose *t, size_t *ld) {
+    if ((cols == 1 || sc == 1) && (rows == 1 || sr >= max64(1, cols))) {
+        *t = CLBlastTransposeNo;
+        *ld = (size_t)(rows == 1 ? max64(1, cols) : sr);
+        return true;
+    }
+    if ((rows == 1 || sr == 1) && (cols == 1 || sc >= max64(1, rows))) {
+        *t = CLBlastTransposeYes;
+        *ld = (size_t)(cols == 1 ? max64(1, rows) : sc);
+        return true;
+    }
+    return false;
+}
+
+/* A contiguous copy of an operand's [nb, rows, cols] matrices in dtype dt
+ * (one matrix when the operand is broadcast over the batch). */
+static ct_status pack(int dev, const ct_kview *v, const mm_dims *dims, int64_t rows, int64_t cols, ct_dtype dt,
+                      cl_mem *buf, mm_side *out) {
+    const int64_t nb = (dims->batch == 1 || v->strides[0] == 0) ? 1 : dims->batch;
+    ct_kview src = *v, dst;
+    src.shape[0] = nb;
+    memset(&dst, 0, sizeof dst);
+    dst.dtype = dt;
+    dst.ndim = 3;
+    dst.device = dev;
+    dst.shape[0] = nb, dst.shape[1] = rows, dst.shape[2] = cols;
+    dst.strides[0] = rows * cols, dst.strides[1] = cols, dst.strides[2] = 1;
+    CT_TRY(temp_buffer(dev, (size_t)(nb * rows * cols) * ct_dtype_size(dt), buf));
+    dst.data = *buf;
+    ct_status st = ct_cl_copy(&dst, &src);
+    if (st != CT_OK) {
+        temp_release(dev, *buf);
+        return st;
+    }
+    mm_side s = {*buf, 0, nb == 1 ? 0 : rows * cols, cols, 1};
+    *out = s;
+    return CT_OK;
+}
+
+static ct_status clblast_status(CLBlastStatusCode s, const char *routine) {
+    if (s == CLBlastSuccess) return CT_OK;
+    return ct_error_set(s == CLBlastOpenCLOutOfResources || s == CLBlastOpenCLOutOfHostMemory ||
+                                s == CLBlastTempBufferAllocFailure
+                            ? CT_ERR_OOM
+                            : CT_ERR_BACKEND,
+                        "matmul: CLBlast %s failed with status %d", routine, (int)s);
+}
+
+/* From this many matrices on, one strided-batched CLBlast call replaces a
+ * call per matrix. Fewer calls cost little, and CLBlast compiles its batched
+ * kernels (tens of seconds on PoCL) only when a large batch needs them. */
+#define CT_CL_GEMM_BATCHED_MIN 16
+
+/* C[b] = A[b] @ B[b] in float32 or float64; A and B readable by BLAS, C
+ * contiguous. */
+static ct_status gemm(int dev, ct_dtype dt, const mm_dims *dm, const mm_side *a, const mm_side *b, cl_mem c,
+                      int64_t c_off) {
+    CLBlastTranspose ta, tb;
+    size_t lda, ldb, m = (size_t)dm->m, n = (size_t)dm->n, k = (size_t)dm->k;
+    if (!gemm_layout(dm->m, dm->k, a->sr, a->sc, &ta, &lda) || !gemm_layout(dm->k, dm->n, b->sr, b->sc, &tb, &ldb))
+        return ct_error_set(CT_ERR_INTERNAL, "matmul: operand layout not readable by BLAS");
+    cl_command_queue q = ct_cl_queue(dev);
+    if (!q) return ct_last_status();
+    const CLBlastLayout rm = CLBlastLayoutRowMajor;
+    if (dm->batch >= CT_CL_GEMM_BATCHED_MIN) {
+        CLBlastStatusCode s =
+            dt == CT_FLOAT32
+                ? CLBlastSgemmStridedBatched(rm, ta, tb, m, n, k, 1.0f, a->buf, (size_t)a->off, lda, (size_t)a->sb,
+                                             b->buf, (size_t)b->off, ldb, (size_t)b->sb, 0.0f, c, (size_t)c_off, n,
+                                             m * n, (size_t)dm->batch, &q, NULL)
+                : CLBlastDgemmStridedBatched(rm, ta, tb, m, n, k, 1.0, a->buf, (size_t)a->off, lda, (size_t)a->sb,
+                                             b->buf, (size_t)b->off, ldb, (size_t)b->sb, 0.0, c, (size_t)c_off, n,
+                                             m * n, (size_t)dm->batch, &q, NULL);
+        if (s == CLBlastSuccess) return CT_OK;
+        /* CLBlast may refuse some strides (e.g. 0): then one call per matrix */
+    }
+    for (int64_t bi = 0; bi < dm->batch; bi++) {
+        size_t ao = (size_t)(a->off + bi * a->sb), bo = (size_t)(b->off + bi * b->sb);
+        size_t co = (size_t)(c_off + bi * dm->m * dm->n);
+        CLBlastStatusCode s =
+            dt == CT_FLOAT32
+                ? CLBlastSgemm(rm, ta, tb, m, n, k, 1.0f, a->buf, ao, lda, b->buf, bo, ldb, 0.0f, c, co, n, &q, NULL)
+                : CLBlastDgemm(rm, ta, tb, m, n, k, 1.0, a->buf, ao, lda, b->buf, bo, ldb, 0.0, c, co, n, &q, NULL);
+        CT_TRY(clblast_status(s, dt == CT_FLOAT32 ? "Sgemm" : "Dgemm"));
+    }
+    return CT_OK;
+}
+
+/* float32/float64: operands BLAS cannot read are packed first. */
+static ct_status matmul_float(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
+                              const ct_kview *b) {
+    mm_side sa = side_of(a), sb = side_of(b);
+    CLBlastTranspose t;
+    size_t ld;
+    cl_mem pa = NULL, pb = NULL;
+    ct_status st = CT_OK;
+    if (!gemm_layout(dm->m, dm->k, sa.sr, sa.sc, &t, &ld)) st = pack(dev, a, dm, dm->m, dm->k, a->dtype, &pa, &sa);
+    if (st == CT_OK && !gemm_layout(dm->k, dm->n, sb.sr, sb.sc, &t, &ld))
+        st = pack(dev, b, dm, dm->k, dm->n, b->dtype, &pb, &sb);
+    if (st == CT_OK) st = gemm(dev, out->dtype, dm, &sa, &sb, out->data, out->offset);
+    if (pa) temp_release(dev, pa);
+    if (pb) temp_release(dev, pb);
+    return st;
+}
+
+/* float16/bfloat16: widen both operands to float32, multiply, round once
+ * into out (PyTorch accumulates them in float32 too). */
+static ct_status matmul_widened(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
+                                const ct_kview *b) {
+    mm_side sa, sb;
+    cl_mem pa = NULL, pb = NULL, pc = NULL;
+    ct_status st = pack(dev, a, dm, dm->m, dm->k, CT_FLOAT32, &pa, &sa);
+    if (st == CT_OK) st = pack(dev, b, dm, dm->k, dm->n, CT_FLOAT32, &pb, &sb);
+    if (st == CT_OK) st = temp_buffer(dev, (size_t)(dm->batch * dm->m * dm->n) * sizeof(float), &pc);
+    if (st == CT_OK) st = gemm(dev, CT_FLOAT32, dm, &sa, &sb, pc, 0);
+    if (st == CT_OK) {
+        ct_kview wide = *out;
+        wide.data = pc;
+        wide.offset = 0;
+        wide.dtype = CT_FLOAT32;
+        st = ct_cl_copy(out, &wide);
+    }
+    if (pa) temp_release(dev, pa);
+    if (pb) temp_release(dev, pb);
+    if (pc) temp_release(dev, pc);
+    return st;
+}
+
+static ct_status matmul_int(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
+                            const ct_kview *b) {
+    cl_kmm p = {dm->batch,     dm->m,         dm->n,         dm->k,         a->offset,
+                a->strides[0], a->strides[1], a->strides[2], b->offset,     b->strides[0],
+                b->strides[1], b->strides[2], out->offset,   out->dtype};
+    cl_mem bc = out->data, ba = a->data, bb = b->data;
+    ct_clops_arg args[] = {CT_CLOPS_ARG(bc), CT_CLOPS_ARG(ba), CT_CLOPS_ARG(bb), CT_CLOPS_ARG(p)};
+    return launch(dev, "ct_k_matmul_int", args, 4, dm->batch * dm->m * dm->n);
+}
+
+ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
+    const int dev = out->device;
+    ct_cl_device *d = ct_cl_ready(dev);
+    if (!d) return ct_last_status();
+    const mm_dims dm = {out->shape[0], out->shape[1], out->shape[2], a->shape[2]};
+    if (dm.batch == 0 || dm.m == 0 || dm.n == 0) return CT_OK;
+    if (dm.k == 0) return ct_cl_fill(out, 0.0);
+    switch (out->dtype) {
+    case CT_FLOAT64: CT_TRY(need_fp64(d, dev, "matmul")); return matmul_float(dev, &dm, out, a, b);
+    case CT_FLOAT32: return matmul_float(dev, &dm, out, a, b);
+    case CT_FLOAT16:
+    case CT_BFLOAT16: return matmul_widened(dev, &dm, out, a, b);
+    case CT_INT32:
+    case CT_INT64:
+    case CT_UINT8: return matmul_int(dev, &dm, out, a, b);
+    default:
+        return ct_error_set(CT_ERR_DTYPE, "matmul: not implemented for '%s' on opencl", ct_dtype_name(out->dtype));
+    }
+}

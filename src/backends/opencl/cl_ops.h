@@ -1,0 +1,58 @@
+/*
+ * cl_ops.h — the OpenCL backend's op entries (internal): elementwise, where,
+ * reductions, softmax and indexing, each with exactly the signature of its
+ * ct_backend member (src/core/backend.h) so that the backend table can point
+ * at it. The kernels they launch are the .kh files of src/kernels/.
+ *
+ * The second half declares the launch helpers that cl_ops.c shares with
+ * cl_reduce.c.
+ */
+#ifndef CT_CL_OPS_H
+#define CT_CL_OPS_H
+
+#include "cl_internal.h"
+
+ct_status ct_cl_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0,
+                      double p1);
+ct_status ct_cl_binary(ct_binary_op op, const ct_kview *out, const ct_kview *a, const ct_kview *b,
+                       double alpha);
+ct_status ct_cl_where(const ct_kview *out, const ct_kview *cond, const ct_kview *a,
+                      const ct_kview *b);
+ct_status ct_cl_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index,
+                       const ct_kview *in, double param);
+ct_status ct_cl_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim,
+                        int64_t inner, bool log);
+ct_status ct_cl_index_select(const ct_kview *out, const ct_kview *in, const ct_kview *index,
+                             int64_t outer, int64_t dim_in, int64_t inner);
+ct_status ct_cl_gather(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
+
+/* ---- shared by cl_ops.c and cl_reduce.c ---- */
+
+/* One kernel argument: its size and the address of its value (a cl_mem,
+ * a ct_cl_meta, a scalar). */
+typedef struct ct_clops_arg {
+    size_t size;
+    const void *value;
+} ct_clops_arg;
+#define CT_CLOPS_ARG(x) ((ct_clops_arg){sizeof(x), &(x)})
+
+/* Look up kernel `name` of device dev, set its arguments and enqueue it on
+ * the current stream, all under the kernel lock. local == 0: a 1-D launch of
+ * `global` work items (ct_cl_launch_1d); else exactly global/local. */
+ct_status ct_clops_launch(int dev, const char *name, const ct_clops_arg *args, int nargs,
+                          size_t global, size_t local);
+
+/* Whether device dev computes in double (cl_khr_fp64); the kernels in double
+ * exist only then. */
+bool ct_clops_has_fp64(int dev);
+/* CT_ERR_UNSUPPORTED naming op when dt is float64 on a device without fp64. */
+ct_status ct_clops_check_fp64(int dev, ct_dtype dt, const char *op);
+
+/* The kernel metadata of a view as it is (no dimension merging). */
+ct_cl_meta ct_clops_meta(const ct_kview *v);
+
+/* The largest power-of-two work-group size, at most `cap`, that kernel
+ * `name` can run with on device dev. */
+ct_status ct_clops_group_size(int dev, const char *name, size_t cap, size_t *out);
+
+#endif /* CT_CL_OPS_H */

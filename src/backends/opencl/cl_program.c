@@ -1,0 +1,245 @@
+/*
+ * cl_program.c — the embedded kernel program of the OpenCL backend: built
+ * for a device on first use, its kernels created once by name and shared,
+ * and the helpers every op uses to describe tensors and launch kernels.
+ *
+ * The program text is src/kernels/ (kdefs.h, philox.h, *.kh) turned into
+ * string literals at build time (cmake/embed_kernels.cmake), so the library
+ * needs no files at run time. Drivers keep their own caches of compiled
+ * programs (PoCL under ~/.cache/pocl), so later runs build faster.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_device.h"
+
+/* cl_program_source.c, generated. */
+extern const char *const ct_cl_program_lines[];
+extern const size_t ct_cl_program_line_count;
+extern const char ct_cl_program_hash[];
+
+/* ---- error names ------------------------------------------------------------------ */
+
+const char *ct_cl_error_name(cl_int err) {
+    switch (err) {
+#define CT_CL_NAME(e) case e: return #e;
+    CT_CL_NAME(CL_SUCCESS)
+    CT_CL_NAME(CL_DEVICE_NOT_FOUND)
+    CT_CL_NAME(CL_DEVICE_NOT_AVAILABLE)
+    CT_CL_NAME(CL_COMPILER_NOT_AVAILABLE)
+    CT_CL_NAME(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    CT_CL_NAME(CL_OUT_OF_RESOURCES)
+    CT_CL_NAME(CL_OUT_OF_HOST_MEMORY)
+    CT_CL_NAME(CL_PROFILING_INFO_NOT_AVAILABLE)
+    CT_CL_NAME(CL_MEM_COPY_OVERLAP)
+    CT_CL_NAME(CL_IMAGE_FORMAT_MISMATCH)
+    CT_CL_NAME(CL_IMAGE_FORMAT_NOT_SUPPORTED)
+    CT_CL_NAME(CL_BUILD_PROGRAM_FAILURE)
+    CT_CL_NAME(CL_MAP_FAILURE)
+    CT_CL_NAME(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+    CT_CL_NAME(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    CT_CL_NAME(CL_COMPILE_PROGRAM_FAILURE)
+    CT_CL_NAME(CL_LINKER_NOT_AVAILABLE)
+    CT_CL_NAME(CL_LINK_PROGRAM_FAILURE)
+    CT_CL_NAME(CL_DEVICE_PARTITION_FAILED)
+    CT_CL_NAME(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
+    CT_CL_NAME(CL_INVALID_VALUE)
+    CT_CL_NAME(CL_INVALID_DEVICE_TYPE)
+    CT_CL_NAME(CL_INVALID_PLATFORM)
+    CT_CL_NAME(CL_INVALID_DEVICE)
+    CT_CL_NAME(CL_INVALID_CONTEXT)
+    CT_CL_NAME(CL_INVALID_QUEUE_PROPERTIES)
+    CT_CL_NAME(CL_INVALID_COMMAND_QUEUE)
+    CT_CL_NAME(CL_INVALID_HOST_PTR)
+    CT_CL_NAME(CL_INVALID_MEM_OBJECT)
+    CT_CL_NAME(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
+    CT_CL_NAME(CL_INVALID_IMAGE_SIZE)
+    CT_CL_NAME(CL_INVALID_SAMPLER)
+    CT_CL_NAME(CL_INVALID_BINARY)
+    CT_CL_NAME(CL_INVALID_BUILD_OPTIONS)
+    CT_CL_NAME(CL_INVALID_PROGRAM)
+    CT_CL_NAME(CL_INVALID_PROGRAM_EXECUTABLE)
+    CT_CL_NAME(CL_INVALID_KERNEL_NAME)
+    CT_CL_NAME(CL_INVALID_KERNEL_DEFINITION)
+    CT_CL_NAME(CL_INVALID_KERNEL)
+    CT_CL_NAME(CL_INVALID_ARG_INDEX)
+    CT_CL_NAME(CL_INVALID_ARG_VALUE)
+    CT_CL_NAME(CL_INVALID_ARG_SIZE)
+    CT_CL_NAME(CL_INVALID_KERNEL_ARGS)
+    CT_CL_NAME(CL_INVALID_WORK_DIMENSION)
+    CT_CL_NAME(CL_INVALID_WORK_GROUP_SIZE)
+    CT_CL_NAME(CL_INVALID_WORK_ITEM_SIZE)
+    CT_CL_NAME(CL_INVALID_GLOBAL_OFFSET)
+    CT_CL_NAME(CL_INVALID_EVENT_WAIT_LIST)
+    CT_CL_NAME(CL_INVALID_EVENT)
+    CT_CL_NAME(CL_INVALID_OPERATION)
+    CT_CL_NAME(CL_INVALID_GL_OBJECT)
+    CT_CL_NAME(CL_INVALID_BUFFER_SIZE)
+    CT_CL_NAME(CL_INVALID_MIP_LEVEL)
+    CT_CL_NAME(CL_INVALID_GLOBAL_WORK_SIZE)
+    CT_CL_NAME(CL_INVALID_PROPERTY)
+    CT_CL_NAME(CL_INVALID_IMAGE_DESCRIPTOR)
+    CT_CL_NAME(CL_INVALID_COMPILER_OPTIONS)
+    CT_CL_NAME(CL_INVALID_LINKER_OPTIONS)
+    CT_CL_NAME(CL_INVALID_DEVICE_PARTITION_COUNT)
+#undef CT_CL_NAME
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    default: return "CL_UNKNOWN_ERROR";
+    }
+}
+
+/* ---- building the program ------------------------------------------------------------- */
+
+/* The first lines of the build log, enough to see the first errors. */
+static char *build_log_head(cl_program p, cl_device_id id) {
+    size_t n = 0;
+    if (clGetProgramBuildInfo(p, id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || n == 0) return NULL;
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    if (clGetProgramBuildInfo(p, id, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS) {
+        free(log);
+        return NULL;
+    }
+    log[n] = '\0';
+    const int max_lines = 12;
+    const size_t max_chars = 1500;
+    int lines = 0;
+    size_t i = 0;
+    while (log[i] && i < max_chars && lines < max_lines)
+        if (log[i++] == '\n') lines++;
+    log[i] = '\0';
+    return log;
+}
+
+static void build_options(const ct_cl_device *d, char *buf, size_t size) {
+    snprintf(buf, size, "%s%s", d->has_cl12 ? "-cl-std=CL1.2" : "",
+             /* float division and sqrt then round as the CPU's do */
+             d->exact_fp32_divide ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+}
+
+static ct_status build_program(ct_cl_device *d, int dev) {
+    cl_int err = CL_SUCCESS;
+    cl_program p = clCreateProgramWithSource(d->context, (cl_uint)ct_cl_program_line_count,
+                                             (const char **)ct_cl_program_lines, NULL, &err);
+    if (err != CL_SUCCESS)
+        return ct_error_set(CT_ERR_BACKEND, "opencl:%d: clCreateProgramWithSource failed: %s (%d)", dev,
+                            ct_cl_error_name(err), (int)err);
+    char options[128];
+    build_options(d, options, sizeof options);
+    err = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
+    if (err == CL_SUCCESS) {
+        d->program = p;
+        return CT_OK;
+    }
+    char *log = build_log_head(p, d->id);
+    clReleaseProgram(p);
+    size_t size = 512 + (log ? strlen(log) : 0);
+    d->program_error = malloc(size);
+    if (d->program_error)
+        snprintf(d->program_error, size,
+                 "opencl:%d (%s): building the kernel program failed: %s (%d)%s%s", dev, d->name,
+                 ct_cl_error_name(err), (int)err, log ? "; build log:\n" : "", log ? log : "");
+    free(log);
+    return err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES ? CT_ERR_OOM : CT_ERR_BACKEND;
+}
+
+/* Builds once per device; a failure is remembered and reported again. */
+static ct_status ensure_program(ct_cl_device *d, int dev) {
+    if (!d->program_tried) {
+        d->program_status = build_program(d, dev);
+        d->program_tried = true;
+    }
+    if (d->program_status != CT_OK)
+        return ct_error_set(d->program_status, "%s",
+                            d->program_error ? d->program_error : "opencl: building the kernel program failed");
+    return CT_OK;
+}
+
+ct_status ct_cl_kernel(int dev, const char *name, cl_kernel *out) {
+    ct_cl_device *d = ct_cl_ready(dev);
+    if (!d) return ct_last_status();
+    pthread_mutex_lock(&d->program_mutex);
+    ct_status st = ensure_program(d, dev);
+    ct_cl_kernel_entry *e = NULL;
+    if (st == CT_OK) {
+        for (e = d->kernels; e && strcmp(e->name, name) != 0;) e = e->next;
+        if (!e) {
+            cl_int err = CL_SUCCESS;
+            cl_kernel k = clCreateKernel(d->program, name, &err);
+            if (err != CL_SUCCESS) {
+                st = ct_error_set(err == CL_INVALID_KERNEL_NAME ? CT_ERR_INTERNAL : CT_ERR_BACKEND,
+                                  "opencl:%d: kernel %s: %s (%d)", dev, name, ct_cl_error_name(err), (int)err);
+            } else if (!(e = malloc(sizeof *e + strlen(name) + 1))) {
+                clReleaseKernel(k);
+                st = ct_error_set(CT_ERR_OOM, "opencl: out of host memory caching kernel %s", name);
+            } else {
+                strcpy(e->name, name);
+                e->kernel = k;
+                e->next = d->kernels;
+                d->kernels = e;
+            }
+        }
+    }
+    pthread_mutex_unlock(&d->program_mutex);
+    if (st == CT_OK) *out = e->kernel;
+    return st;
+}
+
+void ct_cl_kernel_lock(int dev) {
+    ct_cl_device *d = ct_cl_dev(dev);
+    if (d) pthread_mutex_lock(&d->launch_mutex);
+}
+
+void ct_cl_kernel_unlock(int dev) {
+    ct_cl_device *d = ct_cl_dev(dev);
+    if (d) pthread_mutex_unlock(&d->launch_mutex);
+}
+
+/* ---- tensors and launches --------------------------------------------------------------- */
+
+ct_cl_meta ct_cl_meta_of(const ct_kview *v) {
+    ct_cl_meta m;
+    memset(&m, 0, sizeof m);
+    m.ndim = v->ndim;
+    m.numel = 1;
+    for (int d = 0; d < v->ndim; d++) {
+        m.shape[d] = v->shape[d];
+        m.strides[d] = v->strides[d];
+        m.numel *= v->shape[d];
+    }
+    m.offset = v->offset;
+    m.dtype = v->dtype;
+    return m;
+}
+
+static ct_status enqueue(int dev, cl_kernel k, size_t global, size_t local) {
+    cl_command_queue q = ct_cl_queue(dev);
+    if (!q) return ct_last_status();
+    cl_int err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+    if (err == CL_SUCCESS) return CT_OK;
+    char name[128] = "?";
+    clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, NULL);
+    return ct_error_set(err == CL_OUT_OF_RESOURCES || err == CL_MEM_OBJECT_ALLOCATION_FAILURE ? CT_ERR_OOM
+                                                                                             : CT_ERR_BACKEND,
+                        "opencl:%d: launching kernel %s (%zu work items in groups of %zu) failed: %s (%d)", dev,
+                        name, global, local, ct_cl_error_name(err), (int)err);
+}
+
+ct_status ct_cl_launch_1d(int dev, cl_kernel k, size_t n) {
+    if (n == 0) return CT_OK;
+    ct_cl_device *d = ct_cl_dev(dev);
+    if (!d) return ct_last_status();
+    size_t limit = 0, local = 1;
+    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof limit, &limit, NULL) != CL_SUCCESS)
+        limit = d->max_group;
+    if (limit > 256) limit = 256;
+    while (local * 2 <= limit) local *= 2;
+    size_t global = (n + local - 1) / local * local;
+    return enqueue(dev, k, global, local);
+}
+
+ct_status ct_cl_launch(int dev, cl_kernel k, size_t global, size_t local) {
+    if (global == 0) return CT_OK;
+    return enqueue(dev, k, global, local);
+}
