@@ -13,5 +13,6 @@
 #include "random.h"
 #include "stream.h"
 #include "memory.h"
+#include "autograd.h"
 
 #endif /* CTORCH_CTORCH_H */

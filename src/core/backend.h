@@ -165,6 +165,13 @@ typedef struct ct_backend {
     /* page-locked host memory for fast and asynchronous transfers */
     ct_status (*host_alloc)(size_t nbytes, void **ptr);
     void (*host_free)(void *ptr);
+
+    /* ---- neural-network op families (issue 4), each a table of its own so
+     * that a family can grow without touching this file. NULL: the backend
+     * does not implement the family (the core reports "not implemented"). */
+    const struct ct_backend_conv *conv;       /* src/core/backend_conv.h */
+    const struct ct_backend_nn *nn;           /* src/core/backend_nn.h: pooling, norms, dropout, embedding */
+    const struct ct_backend_loss *loss;       /* src/core/backend_loss.h: losses and optimizer updates */
 } ct_backend;
 
 /* registry.c: the table for a device type, or NULL when not compiled in. */

@@ -164,6 +164,13 @@ ct_tensor *cti_full(const int64_t *shape, int ndim, double v, ct_dtype dt, ct_de
     return t;
 }
 
+ct_tensor *cti_zeros_like(const ct_tensor *t) {
+    return t ? cti_full(t->shape, t->ndim, 0.0, t->dtype, t->storage->device) : NULL;
+}
+ct_tensor *cti_ones_like(const ct_tensor *t) {
+    return t ? cti_full(t->shape, t->ndim, 1.0, t->dtype, t->storage->device) : NULL;
+}
+
 /* ---- public API ------------------------------------------------------------------ */
 
 ct_tensor *ct_contiguous(const ct_tensor *t) { return ct_track(cti_contiguous(t)); }

@@ -36,6 +36,8 @@ ct_tensor *cti_empty_like(const ct_tensor *t);
 /* 0-dim tensor holding v. */
 ct_tensor *cti_scalar(double v, ct_dtype dt, ct_device dev);
 ct_tensor *cti_full(const int64_t *shape, int ndim, double v, ct_dtype dt, ct_device dev);
+ct_tensor *cti_zeros_like(const ct_tensor *t);
+ct_tensor *cti_ones_like(const ct_tensor *t);
 /* t itself (retained) when it already has dtype dt, else a converted copy. */
 ct_tensor *cti_cast(const ct_tensor *t, ct_dtype dt);
 /* t itself (retained) when contiguous, else a contiguous copy. */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ctorch/autograd.h"
 
 /* PyTorch's default print options. */
 #define PRINT_PRECISION 4
@@ -376,7 +377,9 @@ static void put_suffixes(strbuf *sb, const ct_tensor *t, int indent) {
     }
     if (show_dtype)
         snprintf(suffixes[n++], sizeof suffixes[0], "dtype=torch.%s", ct_dtype_name(t->dtype));
-    if (t->requires_grad && !t->grad_fn)
+    if (t->grad_fn)
+        snprintf(suffixes[n++], sizeof suffixes[0], "grad_fn=<%s>", ct_grad_fn_name(t));
+    else if (t->requires_grad)
         snprintf(suffixes[n++], sizeof suffixes[0], "requires_grad=True");
 
     int64_t last = last_line_length(sb);

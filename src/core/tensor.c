@@ -98,9 +98,12 @@ ct_kview ct_kview_of(const ct_tensor *t) {
 
 /* ---- reference counting ----------------------------------------------------------- */
 
+void cta_node_release(struct ct_node *n);
+
 static void tensor_destroy(ct_tensor *t) {
     ct_storage_release(t->storage);
     if (t->grad) ct_decref(t->grad);
+    if (t->grad_fn) cta_node_release(t->grad_fn);
     free(t);
     atomic_fetch_sub(&g_live_tensors, 1);
 }

@@ -42,10 +42,10 @@ struct ct_tensor {
     int64_t shape[CT_MAX_DIMS];
     int64_t strides[CT_MAX_DIMS];
     ct_dtype dtype;
-    /* autograd (issue 4) */
+    /* autograd (src/autograd) */
     bool requires_grad;
-    struct ct_tensor *grad;
-    void *grad_fn;
+    struct ct_tensor *grad;   /* owned */
+    struct ct_node *grad_fn;  /* owned; NULL for leaves */
 };
 
 /* Element offset of t's element 0 from the start of its storage's buffer

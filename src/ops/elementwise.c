@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../autograd/autograd.h"
 
 /* ---- names ------------------------------------------------------------- */
 
@@ -315,7 +315,13 @@ ct_tensor *cti_binary_scalar(ct_binary_op op, const ct_tensor *a, double s) {
 /* s - a (torch.rsub); here rather than with the other public one-liners
  * because it needs the scalar on the left. */
 ct_tensor *ct_rsub_scalar(const ct_tensor *a, double s) {
-    return ct_track(binary_with_scalar(CT_BIN_SUB, a, s, true));
+    if (!a || !a->requires_grad || !ct_is_grad_enabled())
+        return ct_track(binary_with_scalar(CT_BIN_SUB, a, s, true));
+    /* s - a == -a + s exactly; recorded through the differentiable ops */
+    ct_tensor *neg = cta_unary(CT_UN_NEG, a, 0.0, 0.0);
+    ct_tensor *out = cta_binary_scalar(CT_BIN_ADD, neg, s);
+    ct_decref(neg);
+    return ct_track(out);
 }
 
 /* ---- where ------------------------------------------------------------- */

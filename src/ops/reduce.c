@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../autograd/autograd.h"
 
 /* Below this much work per backend call, one contiguous copy is cheaper than
  * a call per group of kept dims. */
@@ -353,7 +353,7 @@ static ct_tensor *reduce_named(ct_reduce_op op, const char *name, const ct_tenso
                                const int *dims, int ndims, bool keepdim, double param,
                                bool whole_tensor) {
     reduce_req q = {op, name, dims, ndims, keepdim, param, whole_tensor};
-    return ct_track(reduce_values(&q, a));
+    return ct_track(cta_record_reduce(reduce_values(&q, a), op, a, dims, ndims, keepdim, param));
 }
 
 ct_tensor *ct_sum(const ct_tensor *a, const int *dims, int ndims, bool keepdim) {
@@ -379,8 +379,8 @@ ct_tensor *ct_var(const ct_tensor *a, const int *dims, int ndims, double correct
 ct_tensor *ct_std(const ct_tensor *a, const int *dims, int ndims, double correction,
                   bool keepdim) {
     reduce_req q = {CT_RED_VAR, "std", dims, ndims, keepdim, correction, false};
-    ct_tensor *var = reduce_values(&q, a);
-    ct_tensor *std = cti_unary(CT_UN_SQRT, var, 0.0, 0.0);
+    ct_tensor *var = cta_record_reduce(reduce_values(&q, a), CT_RED_VAR, a, dims, ndims, keepdim, correction);
+    ct_tensor *std = cta_unary(CT_UN_SQRT, var, 0.0, 0.0);
     ct_decref(var);
     return ct_track(std);
 }
@@ -415,7 +415,7 @@ static ct_status extreme_dim(ct_reduce_op op, const char *name, const ct_tensor 
     reduce_req q = {op, name, &dim, 1, keepdim, 0.0, false};
     ct_tensor *v, *i;
     CT_TRY(reduce_impl(&q, a, &v, indices ? &i : NULL));
-    if (values) *values = ct_track(v);
+    if (values) *values = ct_track(cta_record_reduce(v, op, a, &dim, 1, keepdim, 0.0));
     else ct_decref(v);
     if (indices) *indices = ct_track(i);
     return CT_OK;

@@ -5,7 +5,7 @@
  * the input contiguous and hands the backend its [outer, dim, inner] view.
  * A 0-dim input is a slice of one element (softmax 1, log_softmax 0).
  */
-#include "../core/internal.h"
+#include "../autograd/autograd.h"
 
 ct_tensor *cti_softmax(const ct_tensor *a, int dim, bool log) {
     const char *name = log ? "log_softmax" : "softmax";
@@ -39,8 +39,8 @@ ct_tensor *cti_softmax(const ct_tensor *a, int dim, bool log) {
     return out;
 }
 
-ct_tensor *ct_softmax(const ct_tensor *a, int dim) { return ct_track(cti_softmax(a, dim, false)); }
+ct_tensor *ct_softmax(const ct_tensor *a, int dim) { return ct_track(cta_softmax(a, dim, false)); }
 
 ct_tensor *ct_log_softmax(const ct_tensor *a, int dim) {
-    return ct_track(cti_softmax(a, dim, true));
+    return ct_track(cta_softmax(a, dim, true));
 }

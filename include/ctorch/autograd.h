@@ -1,0 +1,80 @@
+/*
+ * ctorch/autograd.h — reverse-mode automatic differentiation, as
+ * torch.autograd: requires_grad, a dynamic graph recorded by ops, backward,
+ * gradients accumulated into .grad, retain_graph, detach, no-grad blocks,
+ * and a float64 gradcheck.
+ *
+ * Rules, as in PyTorch:
+ *  - Tensors you create are leaves. A leaf requires grad only when you set
+ *    it (floating dtypes only). An op whose inputs require grad returns a
+ *    non-leaf that records how it was made (its grad_fn).
+ *  - ct_backward(loss) computes gradients of loss with respect to every leaf
+ *    that requires grad and adds them into the leaf's .grad (ct_grad).
+ *    Non-leaf tensors get no .grad.
+ *  - The graph's saved values are freed by backward unless retain_graph is
+ *    set; a second backward through it is then an error.
+ *  - Inside CT_NO_GRAD { … } (or after ct_set_grad_enabled(false)) ops record
+ *    nothing. ct_detach(t) shares t's data without its history.
+ *  - Gradients are computed by the ops' own kernels on the tensors' device.
+ */
+#ifndef CTORCH_AUTOGRAD_H
+#define CTORCH_AUTOGRAD_H
+
+#include <stdbool.h>
+
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* t.requires_grad_(flag): leaves only; floating dtypes only. */
+CT_API ct_status ct_set_requires_grad(ct_tensor *t, bool requires_grad);
+CT_API bool ct_requires_grad(const ct_tensor *t);
+CT_API bool ct_is_leaf(const ct_tensor *t);
+/* The name of the op that made t ("MulBackward0"), or NULL for leaves. */
+CT_API const char *ct_grad_fn_name(const ct_tensor *t);
+
+/* t.grad: a new reference to the accumulated gradient, or NULL if none
+ * (not an error: check ct_last_status only if you passed NULL). */
+CT_API ct_tensor *ct_grad(const ct_tensor *t);
+/* t.grad = grad (NULL clears it, as zero_grad(set_to_none=True)). */
+CT_API ct_status ct_set_grad(ct_tensor *t, const ct_tensor *grad);
+
+/* loss.backward(): loss must be a one-element tensor. */
+CT_API ct_status ct_backward(const ct_tensor *root);
+/* loss.backward(gradient, retain_graph): gradient has root's shape (NULL
+ * for a one-element root). */
+CT_API ct_status ct_backward_ex(const ct_tensor *root, const ct_tensor *gradient, bool retain_graph);
+
+/* Grad mode (per thread), as torch.no_grad / torch.set_grad_enabled. */
+CT_API bool ct_is_grad_enabled(void);
+CT_API void ct_set_grad_enabled(bool enabled);
+#define CT_NO_GRAD CT_NO_GRAD_AT_(__LINE__)
+#define CT_NO_GRAD_AT_(line) CT_NO_GRAD_NAMED_(CT_CONCAT_(ct_no_grad_prev_, line), CT_CONCAT_(ct_no_grad_once_, line))
+#define CT_NO_GRAD_NAMED_(prev, once)                                                             \
+    for (bool prev = ct_is_grad_enabled(), once = (ct_set_grad_enabled(false), true); once; \
+         once = false, ct_set_grad_enabled(prev))
+
+/* torch.autograd.gradcheck: compares the analytical gradients of fn with
+ * central finite differences in float64 (inputs must be float64 leaves
+ * that require grad). fn returns a new tensor (any shape); the check uses
+ * sum(out * random projection). *ok receives the verdict; on a mismatch the
+ * last error names the input, the element and both values. */
+typedef ct_tensor *(*ct_gradcheck_fn)(ct_tensor *const *inputs, int n, void *user);
+typedef struct ct_gradcheck_opts {
+    int reserved_;
+    double eps;   /* default 1e-6 */
+    double atol;  /* default 1e-5 */
+    double rtol;  /* default 1e-3 */
+} ct_gradcheck_opts;
+CT_API ct_status ct_gradcheck_opts_run(ct_gradcheck_fn fn, ct_tensor *const *inputs, int n, void *user,
+                                       ct_gradcheck_opts o, bool *ok);
+#define ct_gradcheck(fn, inputs, n, user, ok, ...) \
+    ct_gradcheck_opts_run((fn), (inputs), (n), (user), (ct_gradcheck_opts){.reserved_ = 0, __VA_ARGS__}, (ok))
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_AUTOGRAD_H */

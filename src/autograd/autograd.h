@@ -1,0 +1,96 @@
+/*
+ * autograd.h — the autograd graph inside ctorch (internal).
+ *
+ * A node is the backward of one op application. It holds strong references
+ * to the nodes of its inputs (edges) or, for leaf inputs, to the leaf
+ * tensors themselves (where gradients accumulate), plus the values the
+ * backward formula needs. Saved values are detached views, so an output
+ * saved by its own node makes no reference cycle.
+ *
+ * Differentiable ops come in two layers: cti_* computes and never records;
+ * cta_* computes with cti_* and records a node when grad mode is on and an
+ * input requires grad. Public ct_* ops call cta_*; backward formulas call
+ * cti_* only, so computing gradients records nothing.
+ */
+#ifndef CT_AUTOGRAD_AUTOGRAD_H
+#define CT_AUTOGRAD_AUTOGRAD_H
+
+#include <stdatomic.h>
+
+#include "core/internal.h"
+#include "ctorch/autograd.h"
+
+#define CT_NODE_MAX_INPUTS 8
+#define CT_NODE_MAX_SAVED 4
+
+typedef struct ct_node ct_node;
+
+/* Compute the gradient of each input from grad_out (the gradient of the
+ * node's output). grad_in[i] receives a new untracked reference, or stays
+ * NULL when input i needs none. Return CT_OK or an error. */
+typedef ct_status (*ct_backward_fn)(ct_node *n, const ct_tensor *grad_out, ct_tensor **grad_in);
+
+typedef struct ct_input_meta {
+    int ndim;
+    int64_t shape[CT_MAX_DIMS];
+    ct_dtype dtype;
+    ct_device device;
+    bool needs_grad;
+} ct_input_meta;
+
+struct ct_node {
+    atomic_int refcount;
+    const char *name;                      /* "AddBackward0", as PyTorch names it */
+    ct_backward_fn backward;
+    uint64_t seq;                          /* creation order: later nodes run first */
+    int n_inputs;
+    ct_node *next[CT_NODE_MAX_INPUTS];     /* grad_fn of input i, or NULL */
+    ct_tensor *leaf[CT_NODE_MAX_INPUTS];   /* input i if it is a leaf that requires grad */
+    ct_input_meta in[CT_NODE_MAX_INPUTS];
+    ct_tensor *saved[CT_NODE_MAX_SAVED];   /* detached views */
+    bool freed;                            /* saved values released by backward */
+    /* op parameters for the backward formula */
+    int op;
+    double d[4];
+    int64_t iv[2 * CT_MAX_DIMS];
+    int niv;
+    void *extra;                           /* owned; freed with free() */
+    /* engine scratch, valid during one backward */
+    int deps;
+    ct_tensor *pending;
+    bool visited;
+};
+
+/* Does an op on these inputs need recording? (grad mode on and one of them
+ * requires grad) */
+bool cta_needs_grad(const ct_tensor *const *inputs, int n);
+/* Make out the result of a new node over inputs; returns the node (owned
+ * by out) so the caller can save values and set parameters, or NULL on
+ * error (then out has been released). Only call when cta_needs_grad. */
+ct_node *cta_record(ct_tensor *out, const char *name, ct_backward_fn fn, const ct_tensor *const *inputs, int n);
+/* Save a detached view of t in the node (slot i). */
+ct_status cta_save(ct_node *n, int i, const ct_tensor *t);
+/* A saved value, or NULL with the "backward a second time" error. */
+const ct_tensor *cta_saved(ct_node *n, int i);
+
+void cta_node_release(ct_node *n);
+
+/* Gradient helpers for backward formulas (untracked results):
+ * sum grad down to an input's shape (undoing broadcasting) and cast it to the
+ * input's dtype. */
+ct_tensor *cta_reduce_to_input(const ct_tensor *grad, const ct_input_meta *in);
+
+/* Recording versions of the differentiable internal ops (same arguments
+ * as their cti_* counterparts). */
+ct_tensor *cta_binary(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha);
+ct_tensor *cta_binary_scalar(ct_binary_op op, const ct_tensor *a, double s);
+ct_tensor *cta_unary(ct_unary_op op, const ct_tensor *a, double p0, double p1);
+ct_tensor *cta_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
+ct_tensor *cta_reduce(ct_reduce_op op, const ct_tensor *a, const int *dims, int ndims, bool keepdim, double param);
+/* Record a reduction whose result out was already computed (consumes out). */
+ct_tensor *cta_record_reduce(ct_tensor *out, ct_reduce_op op, const ct_tensor *a, const int *dims, int ndims,
+                             bool keepdim, double param);
+ct_tensor *cta_matmul(const ct_tensor *a, const ct_tensor *b);
+ct_tensor *cta_softmax(const ct_tensor *a, int dim, bool log);
+
+#endif /* CT_AUTOGRAD_AUTOGRAD_H */
