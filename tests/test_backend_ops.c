@@ -472,6 +472,12 @@ static void run_random(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
     }
 }
 
+/* ---- op families with rows of their own -------------------------------------------------------- */
+
+#include "backend_ops_conv.c" /* BO_CONV_CASES */
+#include "backend_ops_nn.c"   /* BO_NN_CASES */
+#include "backend_ops_loss.c" /* BO_LOSS_CASES */
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 #define UN(name, op, range) {name, "unary", run_unary, op, 0, range, BO_TOL_EW}
@@ -545,6 +551,9 @@ static const bo_case g_cases[] = {
     {"index_select", "index", run_index_select, 0, 0, BO_DEFAULT, BO_TOL_EXACT},
     {"gather", "index", run_gather, 0, 0, BO_DEFAULT, BO_TOL_EXACT},
     {"matmul", "matmul", run_matmul, 0, 0, BO_FINITE, BO_TOL_MM},
+    BO_CONV_CASES
+    BO_NN_CASES
+    BO_LOSS_CASES
     {"cat", "join", run_join, 0, 0, BO_DEFAULT, BO_TOL_EXACT},
     {"stack", "join", run_join, 1, 0, BO_DEFAULT, BO_TOL_EXACT},
 

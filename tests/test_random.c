@@ -6,8 +6,9 @@
  * this file. Random tensors are checked for reproducibility, exact resume
  * from a saved state, independence from the thread count (elementwise
  * recomputation from ct_philox4x32 with the mapping documented in
- * src/kernels/philox.h), and for their statistics at 5 sigma with fixed
- * seeds so that the tests are deterministic.
+ * src/kernels/philox.h; normals also bit for bit against philox.h's scalar
+ * ct_philox_normal_pair, which the device kernels evaluate), and for their
+ * statistics at 5 sigma with fixed seeds so that the tests are deterministic.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <omp.h>
 #endif
 
+#include "kernels/philox.h"
 #include "testutil.h"
 
 /* ---- Philox4x32-10 from the paper, written independently ---- */
@@ -196,12 +198,29 @@ static void test_rng_state_resume(void) {
 
 /* Element i of a random tensor, recomputed from ct_philox4x32 with the
  * mapping of src/kernels/philox.h: block (offset + i/2) with counter
- * (block, 0) and key seed; element i takes lanes 2*(i%2) and 2*(i%2)+1. */
+ * (block, 0) and key seed; a uniform or integer element i takes lanes
+ * 2*(i%2) and 2*(i%2)+1. */
 static void element_draws(uint64_t seed, uint64_t offset, uint64_t i, uint32_t *x0, uint32_t *x1) {
     uint32_t r[4];
     ct_philox4x32(seed, offset + i / 2, 0, r);
     *x0 = r[(i % 2) * 2];
     *x1 = r[(i % 2) * 2 + 1];
+}
+
+/* A normal element i: Box–Muller on lanes 0 and 1 of block (offset + i/2),
+ * the cosine for even i and the sine for odd i. `libm` is the same formula
+ * with the C library's log, cos and sin; `shared` is philox.h's own scalar
+ * evaluation, which the CPU must reproduce exactly. */
+static void normal_element(uint64_t seed, uint64_t offset, uint64_t i, double *libm, double *shared) {
+    uint32_t r[4];
+    ct_philox4x32(seed, offset + i / 2, 0, r);
+    double u1 = (double)((r[0] >> 8) + 1) * 0x1p-24;
+    double theta = 6.283185307179586 * (double)(r[1] >> 8) * 0x1p-24;
+    double rho = sqrt(-2 * log(u1));
+    *libm = i % 2 ? rho * sin(theta) : rho * cos(theta);
+    double z0, z1;
+    ct_philox_normal_pair(r[0], r[1], &z0, &z1);
+    *shared = i % 2 ? z1 : z0;
 }
 
 static void test_stream_matches_documented_mapping(void) {
@@ -216,8 +235,12 @@ static void test_stream_matches_documented_mapping(void) {
     ct_get_rng_state(&seed, &off_after);
     CT_EXPECT_INT_EQ(off_after - off, (n + 1) / 2); /* one block per two elements */
     ct_tensor *g = ct_randint(3, 3 + 1000003, CT_SHAPE(n));
-    double *uv = values_of(u), *gv = values_of(g);
-    int bad_u = 0, bad_g = 0;
+    uint64_t off_n64 = off_after + (uint64_t)(n + 1) / 2, off_n32 = off_n64 + (uint64_t)(n + 1) / 2;
+    ct_tensor *z64 = ct_randn(CT_SHAPE(n), .dtype = CT_FLOAT64);
+    ct_tensor *z32 = ct_randn(CT_SHAPE(n), .dtype = CT_FLOAT32);
+    double *uv = values_of(u), *gv = values_of(g), *z64v = values_of(z64), *z32v = values_of(z32);
+    int bad_u = 0, bad_g = 0, bad_n = 0;
+    double worst = 0;
     for (int64_t i = 0; i < n; i++) {
         uint32_t x0, x1;
         element_draws(seed, off, (uint64_t)i, &x0, &x1);
@@ -228,11 +251,24 @@ static void test_stream_matches_documented_mapping(void) {
         double wg = 3.0 + (double)((((uint64_t)x0 << 32) | x1) % 1000003u);
         if (gv[i] != wg && bad_g++ < 3)
             CT_EXPECT_MSG(false, "randint element %lld = %.17g, recomputed %.17g", (long long)i, gv[i], wg);
+        double libm64, shared64, libm32, shared32;
+        normal_element(seed, off_n64, (uint64_t)i, &libm64, &shared64);
+        normal_element(seed, off_n32, (uint64_t)i, &libm32, &shared32);
+        if ((z64v[i] != shared64 || z32v[i] != (double)(float)shared32) && bad_n++ < 3)
+            CT_EXPECT_MSG(false, "randn element %lld = %.17g (float64), %.9g (float32); "
+                                 "philox.h gives %.17g, %.9g",
+                          (long long)i, z64v[i], z32v[i], shared64, (double)(float)shared32);
+        worst = fmax(worst, fabs(z64v[i] - libm64) / fmax(1.0, fabs(libm64)));
     }
     CT_EXPECT_INT_EQ(bad_u, 0);
     CT_EXPECT_INT_EQ(bad_g, 0);
+    CT_EXPECT_INT_EQ(bad_n, 0);
+    /* philox.h's own log, cos and sin are within a few ulp of the C library's */
+    CT_EXPECT_MSG(worst < 1e-14, "randn float64 differs from the libm Box-Muller by %.3g", worst);
     free(uv);
     free(gv);
+    free(z64v);
+    free(z32v);
     ct_scope_end();
 }
 
@@ -343,6 +379,17 @@ static void check_normal(ct_dtype dt) {
     /* P(|z| > 4) = 6.3e-5: about 63 of a million; tails must exist */
     CT_EXPECT_MSG(beyond4 > 20 && beyond4 < 130, "randn %s: %lld values beyond 4 sigma",
                   ct_dtype_name(dt), (long long)beyond4);
+    /* The two elements of a Box–Muller pair (2j, 2j+1) and neighbouring pairs
+     * (2j+1, 2j+2) are independent: correlation within 5 sigma of 0. */
+    double within = 0, across = 0;
+    for (int64_t i = 0; i + 1 < n; i++) {
+        if (i % 2) across += (x[i] - mean) * (x[i + 1] - mean);
+        else within += (x[i] - mean) * (x[i + 1] - mean);
+    }
+    within /= (double)(n / 2) * var;
+    across /= (double)(n / 2 - 1) * var;
+    CT_EXPECT_MSG(fabs(within) < 5 / sqrt(n / 2.0) && fabs(across) < 5 / sqrt(n / 2.0),
+                  "randn %s: correlation %.4f within pairs, %.4f across", ct_dtype_name(dt), within, across);
     free(x);
     ct_scope_end();
 }

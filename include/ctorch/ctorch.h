@@ -14,5 +14,8 @@
 #include "stream.h"
 #include "memory.h"
 #include "autograd.h"
+#include "nn.h"
+#include "optim.h"
+#include "io.h"
 
 #endif /* CTORCH_CTORCH_H */

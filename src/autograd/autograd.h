@@ -19,6 +19,7 @@
 
 #include "core/internal.h"
 #include "ctorch/autograd.h"
+#include "ctorch/functional_loss.h"
 
 #define CT_NODE_MAX_INPUTS 8
 #define CT_NODE_MAX_SAVED 4
@@ -92,5 +93,66 @@ ct_tensor *cta_record_reduce(ct_tensor *out, ct_reduce_op op, const ct_tensor *a
                              bool keepdim, double param);
 ct_tensor *cta_matmul(const ct_tensor *a, const ct_tensor *b);
 ct_tensor *cta_softmax(const ct_tensor *a, int dim, bool log);
+/* F.linear: x [*, in] @ wᵀ [in, out] + b [out] (b may be NULL). */
+ct_tensor *cti_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b);
+ct_tensor *cta_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b);
+
+/* ---- views, copies, joins and indexing (rules_views.c, rules_join.c) ----
+ * Same arguments as the cti_* counterparts. The cta_record_* variants
+ * record a result the caller already computed from `in` (consumed; dims
+ * already wrapped, starts normalised); a result that is `in` itself is
+ * returned without a node. */
+ct_tensor *cta_view(const ct_tensor *t, const int64_t *shape, int ndim);
+ct_tensor *cta_reshape(const ct_tensor *t, const int64_t *shape, int ndim);
+ct_tensor *cta_flatten(const ct_tensor *t, int start_dim, int end_dim);
+ct_tensor *cta_unsqueeze(const ct_tensor *t, int dim);
+ct_tensor *cta_squeeze_dim(const ct_tensor *t, int dim);
+ct_tensor *cta_permute(const ct_tensor *t, const int *dims);
+ct_tensor *cta_transpose(const ct_tensor *t, int d0, int d1);
+ct_tensor *cta_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length);
+ct_tensor *cta_select(const ct_tensor *t, int dim, int64_t index);
+ct_tensor *cta_expand(const ct_tensor *t, const int64_t *shape, int ndim);
+ct_tensor *cta_as_strided(const ct_tensor *t, const int64_t *shape, const int64_t *strides, int ndim,
+                          int64_t offset);
+ct_tensor *cta_clone(const ct_tensor *t);
+ct_tensor *cta_contiguous(const ct_tensor *t);
+ct_tensor *cta_to_dtype(const ct_tensor *t, ct_dtype dtype);
+ct_tensor *cta_to_device(const ct_tensor *t, ct_device device);
+/* out has in's elements in another shape (gradient: reshaped back). */
+ct_tensor *cta_record_reshape(ct_tensor *out, const ct_tensor *in, const char *name);
+ct_tensor *cta_record_transpose(ct_tensor *out, const ct_tensor *in, int d0, int d1, const char *name);
+/* out = in[start::step] along dim (or a narrow: step 1). */
+ct_tensor *cta_record_slice(ct_tensor *out, const ct_tensor *in, int dim, int64_t start, int64_t step,
+                            const char *name);
+/* out is in converted to another dtype and/or device. */
+ct_tensor *cta_record_to(ct_tensor *out, const ct_tensor *in);
+/* out = cat(ts, dim) or stack(ts, dim); dim wrapped for out. */
+ct_tensor *cta_record_join(ct_tensor *out, ct_tensor *const *ts, int n, int dim, bool stack);
+/* out = index_select(a, dim, index) with index the validated int64 vector. */
+ct_tensor *cta_record_index_select(ct_tensor *out, const ct_tensor *a, int dim, const ct_tensor *index);
+/* out = gather(a, dim, index). */
+ct_tensor *cta_record_gather(ct_tensor *out, const ct_tensor *a, int dim, const ct_tensor *index);
+/* ---- end of views, copies, joins and indexing ---- */
+
+/* Neural-network ops (rules_nn.c); parameter structs from src/ops. */
+struct cti_conv2d_params;
+struct cti_pool2d_params;
+ct_tensor *cta_conv2d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b, const struct cti_conv2d_params *p);
+ct_tensor *cta_max_pool2d(const ct_tensor *x, const struct cti_pool2d_params *p, ct_tensor **indices);
+ct_tensor *cta_avg_pool2d(const ct_tensor *x, const struct cti_pool2d_params *p);
+ct_tensor *cta_adaptive_avg_pool2d(const ct_tensor *x, const int64_t output_size[2]);
+ct_tensor *cta_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *w,
+                          const ct_tensor *b, bool training, double momentum, double eps);
+ct_tensor *cta_layer_norm(const ct_tensor *x, ct_shape normalized_shape, const ct_tensor *w, const ct_tensor *b,
+                          double eps);
+ct_tensor *cta_dropout(const ct_tensor *x, double p, bool training);
+/* padding_idx already resolved to a row or -1 */
+ct_tensor *cta_embedding(const ct_tensor *indices, const ct_tensor *weight, int64_t padding_idx);
+ct_tensor *cta_mse_loss(const ct_tensor *x, const ct_tensor *t, ct_reduction reduction);
+ct_tensor *cta_cross_entropy(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, int64_t ignore_index,
+                             ct_reduction reduction, double label_smoothing);
+ct_tensor *cta_nll_loss(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, int64_t ignore_index, ct_reduction reduction);
+ct_tensor *cta_bce_with_logits(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, const ct_tensor *pw,
+                               ct_reduction reduction);
 
 #endif /* CT_AUTOGRAD_AUTOGRAD_H */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "autograd/autograd.h"
 #include "runtime.h"
 
 /* A contiguous kview over host memory, for conversions through the CPU backend. */
@@ -173,26 +174,26 @@ ct_tensor *cti_ones_like(const ct_tensor *t) {
 
 /* ---- public API ------------------------------------------------------------------ */
 
-ct_tensor *ct_contiguous(const ct_tensor *t) { return ct_track(cti_contiguous(t)); }
-ct_tensor *ct_clone(const ct_tensor *t) { return ct_track(cti_clone(t)); }
+ct_tensor *ct_contiguous(const ct_tensor *t) { return ct_track(cta_contiguous(t)); }
+ct_tensor *ct_clone(const ct_tensor *t) { return ct_track(cta_clone(t)); }
 
 ct_tensor *ct_to(const ct_tensor *t, ct_device device, ct_dtype dtype) {
     if (!t) return NULL;
     ct_tensor *c = cti_to_device(t, device);
-    if (dtype == CT_DTYPE_DEFAULT || !c) return ct_track(c);
+    if (dtype == CT_DTYPE_DEFAULT || !c) return ct_track(cta_record_to(c, t));
     ct_tensor *r = cti_cast(c, dtype); /* a new reference, even when it is c itself */
     ct_decref(c);
-    return ct_track(r);
+    return ct_track(cta_record_to(r, t));
 }
-ct_tensor *ct_to_device(const ct_tensor *t, ct_device d) { return ct_track(cti_to_device(t, d)); }
+ct_tensor *ct_to_device(const ct_tensor *t, ct_device d) { return ct_track(cta_to_device(t, d)); }
 ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dt) {
     if (t && !ct_dtype_is_valid(dt)) {
         ct_error_set(CT_ERR_DTYPE, "to: invalid dtype %d", (int)dt);
         return NULL;
     }
-    return ct_track(cti_cast(t, dt));
+    return ct_track(cta_to_dtype(t, dt));
 }
-ct_tensor *ct_cpu(const ct_tensor *t) { return ct_track(cti_to_device(t, ct_device_cpu())); }
+ct_tensor *ct_cpu(const ct_tensor *t) { return ct_track(cta_to_device(t, ct_device_cpu())); }
 
 /* Host -> device from pinned memory, enqueued on the device's current stream. */
 static ct_tensor *upload_async(const ct_tensor *t, ct_device d) {
@@ -237,15 +238,15 @@ ct_tensor *ct_to_device_nb(const ct_tensor *t, ct_device device, bool non_blocki
     if (non_blocking && !ct_device_equal(src, d) && ct_tensor_is_contiguous(t)) {
         const ct_backend *db = ct_backend_for(d.type);
         if (src.type == CT_DEVICE_CPU && t->storage->pinned && db->write_async)
-            return ct_track(upload_async(t, d));
+            return ct_track(cta_record_to(upload_async(t, d), t));
         if (d.type == CT_DEVICE_CPU && cti_backend(t)->read_async) {
             ct_clear_error();
             ct_tensor *out = download_async(t);
-            if (out) return ct_track(out);
+            if (out) return ct_track(cta_record_to(out, t));
             if (ct_last_status() != CT_ERR_UNSUPPORTED) return NULL; /* no pinned memory: copy synchronously */
         }
     }
-    return ct_track(cti_to_device(t, d));
+    return ct_track(cta_to_device(t, d));
 }
 
 ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) { return cti_copy(dst, src); }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "autograd/autograd.h"
 
 #define SHAPE_STR(buf, s, n) ct_shape_str((s), (n), (buf), sizeof(buf))
 
@@ -271,24 +272,26 @@ ct_tensor *cti_flatten(const ct_tensor *t, int start_dim, int end_dim) {
 
 /* ---- public wrappers ------------------------------------------------------------- */
 
-ct_tensor *ct_view(const ct_tensor *t, ct_shape s) { return ct_track(cti_view(t, s.dims, s.ndim)); }
-ct_tensor *ct_reshape(const ct_tensor *t, ct_shape s) { return ct_track(cti_reshape(t, s.dims, s.ndim)); }
+ct_tensor *ct_view(const ct_tensor *t, ct_shape s) { return ct_track(cta_view(t, s.dims, s.ndim)); }
+ct_tensor *ct_reshape(const ct_tensor *t, ct_shape s) { return ct_track(cta_reshape(t, s.dims, s.ndim)); }
 ct_tensor *ct_as_strided(const ct_tensor *t, ct_shape s, const int64_t *strides, int64_t offset) {
-    return ct_track(cti_as_strided(t, s.dims, strides, s.ndim, offset));
+    return ct_track(cta_as_strided(t, s.dims, strides, s.ndim, offset));
 }
-ct_tensor *ct_permute(const ct_tensor *t, const int *dims) { return ct_track(cti_permute(t, dims)); }
-ct_tensor *ct_transpose(const ct_tensor *t, int d0, int d1) { return ct_track(cti_transpose(t, d0, d1)); }
+ct_tensor *ct_permute(const ct_tensor *t, const int *dims) { return ct_track(cta_permute(t, dims)); }
+ct_tensor *ct_transpose(const ct_tensor *t, int d0, int d1) { return ct_track(cta_transpose(t, d0, d1)); }
 
 ct_tensor *ct_t(const ct_tensor *t) {
     if (!t) return NULL;
     CT_CHECK_NULL(t->ndim <= 2, CT_ERR_SHAPE, "t() expects a tensor with <= 2 dimensions, but self is %dD",
                   t->ndim);
-    if (t->ndim < 2) return ct_track(ct_tensor_view_of(t, t->shape, t->strides, t->ndim, t->offset));
-    return ct_track(cti_transpose(t, 0, 1));
+    if (t->ndim < 2)
+        return ct_track(cta_record_reshape(ct_tensor_view_of(t, t->shape, t->strides, t->ndim, t->offset), t,
+                                           "TBackward0"));
+    return ct_track(cta_record_transpose(cti_transpose(t, 0, 1), t, 0, 1, "TBackward0"));
 }
 
 ct_tensor *ct_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length) {
-    return ct_track(cti_narrow(t, dim, start, length));
+    return ct_track(cta_narrow(t, dim, start, length));
 }
 
 ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
@@ -307,14 +310,15 @@ ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int
     memcpy(strides, t->strides, sizeof strides);
     shape[d] = (end - start + step - 1) / step;
     strides[d] = t->strides[d] * step;
-    return ct_track(ct_tensor_view_of(t, shape, strides, t->ndim, t->offset + start * t->strides[d]));
+    ct_tensor *out = ct_tensor_view_of(t, shape, strides, t->ndim, t->offset + start * t->strides[d]);
+    return ct_track(cta_record_slice(out, t, d, start, step, "SliceBackward0"));
 }
 
-ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) { return ct_track(cti_select(t, dim, index)); }
-ct_tensor *ct_expand(const ct_tensor *t, ct_shape s) { return ct_track(cti_expand(t, s.dims, s.ndim)); }
+ct_tensor *ct_select(const ct_tensor *t, int dim, int64_t index) { return ct_track(cta_select(t, dim, index)); }
+ct_tensor *ct_expand(const ct_tensor *t, ct_shape s) { return ct_track(cta_expand(t, s.dims, s.ndim)); }
 ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other) {
     if (!t || !other) return NULL;
-    return ct_track(cti_expand(t, other->shape, other->ndim));
+    return ct_track(cta_expand(t, other->shape, other->ndim));
 }
 
 ct_tensor *ct_squeeze(const ct_tensor *t) {
@@ -323,12 +327,12 @@ ct_tensor *ct_squeeze(const ct_tensor *t) {
     int n = 0;
     for (int i = 0; i < t->ndim; i++)
         if (t->shape[i] != 1) shape[n] = t->shape[i], strides[n++] = t->strides[i];
-    return ct_track(ct_tensor_view_of(t, shape, strides, n, t->offset));
+    return ct_track(cta_record_reshape(ct_tensor_view_of(t, shape, strides, n, t->offset), t, "SqueezeBackward0"));
 }
 
-ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) { return ct_track(cti_squeeze_dim(t, dim)); }
-ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) { return ct_track(cti_unsqueeze(t, dim)); }
-ct_tensor *ct_flatten(const ct_tensor *t, int s, int e) { return ct_track(cti_flatten(t, s, e)); }
+ct_tensor *ct_squeeze_dim(const ct_tensor *t, int dim) { return ct_track(cta_squeeze_dim(t, dim)); }
+ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) { return ct_track(cta_unsqueeze(t, dim)); }
+ct_tensor *ct_flatten(const ct_tensor *t, int s, int e) { return ct_track(cta_flatten(t, s, e)); }
 
 ct_tensor *ct_unflatten(const ct_tensor *t, int dim, ct_shape sizes) {
     if (!t) return NULL;
@@ -352,9 +356,10 @@ ct_tensor *ct_unflatten(const ct_tensor *t, int dim, ct_shape sizes) {
     CT_CHECK_NULL(ct_shape_numel(shape + d, sizes.ndim) == t->shape[d], CT_ERR_SHAPE,
                   "unflatten: Provided sizes %s don't multiply up to the size of dim %d (%lld) in the input tensor",
                   ct_shape_str(sizes.dims, sizes.ndim, buf, sizeof buf), d, (long long)t->shape[d]);
-    return ct_track(cti_view(t, shape, n));
+    return ct_track(cta_record_reshape(cti_view(t, shape, n), t, "ViewBackward0"));
 }
 
+/* A fresh header has no grad_fn and requires_grad false: the history stops here. */
 ct_tensor *ct_detach(const ct_tensor *t) {
     if (!t) return NULL;
     return ct_track(ct_tensor_view_of(t, t->shape, t->strides, t->ndim, t->offset));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/autograd.h"
 #include "core/internal.h"
 
 /* The values of a contiguous int64 tensor, readable on the host. For CPU
@@ -121,7 +122,7 @@ ct_tensor *ct_index_select(const ct_tensor *a, int dim, const ct_tensor *index) 
     ct_tensor *out = NULL;
     const int64_t dim_size = a->ndim > 0 ? a->shape[d] : 1;
     if (check_indices("index_select", "index out of range in self: ", idx, d, dim_size))
-        out = run_index_select(a, d, idx);
+        out = cta_record_index_select(run_index_select(a, d, idx), a, d, idx);
     ct_decref(idx);
     return ct_track(out);
 }
@@ -158,7 +159,7 @@ ct_tensor *ct_gather(const ct_tensor *a, int dim, const ct_tensor *index) {
     int d;
     if (!check_gather_args(a, index, dim, &d)) return NULL;
     ct_tensor *out = cti_empty(index->shape, index->ndim, a->dtype, a->storage->device);
-    if (!out || ct_shape_numel(index->shape, index->ndim) == 0) return ct_track(out);
+    if (!out || ct_shape_numel(index->shape, index->ndim) == 0) return ct_track(cta_record_gather(out, a, d, index));
     ct_tensor *idx = cti_contiguous(index);
     ct_status st = CT_ERR_INDEX;
     if (idx && check_indices("gather", "", idx, d, a->ndim > 0 ? a->shape[d] : 1)) {
@@ -171,5 +172,5 @@ ct_tensor *ct_gather(const ct_tensor *a, int dim, const ct_tensor *index) {
         ct_decref(out);
         return NULL;
     }
-    return ct_track(out);
+    return ct_track(cta_record_gather(out, a, d, index));
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/autograd.h"
 #include "core/internal.h"
 
 /* PyTorch's legacy rule: 1-D tensors of shape [0] may appear in a cat with
@@ -98,7 +99,11 @@ static ct_tensor *cat_impl(ct_tensor *const *ts, int n, int dim) {
 }
 
 ct_tensor *ct_cat(ct_tensor *const *tensors, int n, int dim) {
-    return ct_track(cat_impl(tensors, n, dim));
+    ct_tensor *out = cat_impl(tensors, n, dim);
+    if (!out) return NULL;
+    int d = 0; /* validated by cat; a cat of legacy-empty inputs is 1-D */
+    ct_wrap_dim("cat", dim, out->ndim, &d);
+    return ct_track(cta_record_join(out, tensors, n, d, false));
 }
 
 static bool check_stack_inputs(ct_tensor *const *ts, int n) {
@@ -134,7 +139,7 @@ ct_tensor *ct_stack(ct_tensor *const *tensors, int n, int dim) {
     if (ok) out = cat_impl(parts, n, d);
     for (int i = 0; i < n; i++) ct_decref(parts[i]);
     free(parts);
-    return ct_track(out);
+    return ct_track(cta_record_join(out, tensors, n, d, true));
 }
 
 /* Make `count` narrow views of a along dim d, each split_size long (the last
@@ -152,7 +157,7 @@ static int split_views(const ct_tensor *a, int d, int64_t split_size, int64_t co
     for (int i = 0; i < made; i++) {
         const int64_t start = (int64_t)i * split_size;
         int64_t length = size - start < split_size ? size - start : split_size;
-        out[i] = cti_narrow(a, d, start, length);
+        out[i] = cta_record_slice(cti_narrow(a, d, start, length), a, d, start, 1, "SplitBackward0");
         if (!out[i]) {
             for (int j = 0; j < i; j++) ct_decref(out[j]), out[j] = NULL;
             return -1;

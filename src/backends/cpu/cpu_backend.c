@@ -18,6 +18,9 @@
 #include "cpu_linalg.h"
 #include "cpu_reduce.h"
 ct_status ct_cpu_random(const ct_kview *, ct_random_kind, uint64_t, uint64_t, double, double);
+extern const struct ct_backend_conv ct_cpu_conv_ops; /* cpu_conv.c */
+extern const struct ct_backend_loss ct_cpu_loss_ops; /* cpu_loss.c */
+extern const struct ct_backend_nn ct_cpu_nn_ops; /* cpu_nn.c */
 
 /* ---- devices and memory ------------------------------------------------------- */
 
@@ -154,4 +157,7 @@ const ct_backend ct_cpu_backend = {
     .softmax = ct_cpu_softmax,
     .index_select = ct_cpu_index_select,
     .gather = ct_cpu_gather,
+    .conv = &ct_cpu_conv_ops,
+    .loss = &ct_cpu_loss_ops,
+    .nn = &ct_cpu_nn_ops,
 };

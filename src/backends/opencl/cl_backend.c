@@ -26,6 +26,9 @@ ct_status ct_cl_arange(const ct_kview *dst, double start, double step);
 ct_status ct_cl_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
                        double b);
 ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
+extern const struct ct_backend_conv ct_cl_conv_ops; /* cl_conv.c */
+extern const struct ct_backend_loss ct_cl_loss_ops; /* cl_loss.c */
+extern const struct ct_backend_nn ct_cl_nn_ops; /* cl_nn.c */
 
 /* ---- enumeration ------------------------------------------------------------------ */
 
@@ -132,13 +135,16 @@ static ct_status register_queue(ct_cl_device *d, cl_command_queue q) {
     if (d->nqueues == d->queues_cap) {
         int cap = d->queues_cap ? 2 * d->queues_cap : 8;
         cl_command_queue *grown = realloc(d->queues, (size_t)cap * sizeof *grown);
-        if (!grown) {
+        if (grown) d->queues = grown;
+        bool *idle = grown ? realloc(d->queue_idle, (size_t)cap * sizeof *idle) : NULL;
+        if (!idle) {
             pthread_mutex_unlock(&d->queues_mutex);
             return ct_error_set(CT_ERR_OOM, "opencl: out of host memory registering a stream");
         }
-        d->queues = grown;
+        d->queue_idle = idle;
         d->queues_cap = cap;
     }
+    d->queue_idle[d->nqueues] = true;
     d->queues[d->nqueues++] = q;
     pthread_mutex_unlock(&d->queues_mutex);
     return CT_OK;
@@ -148,7 +154,9 @@ static void unregister_queue(ct_cl_device *d, cl_command_queue q) {
     pthread_mutex_lock(&d->queues_mutex);
     for (int i = 0; i < d->nqueues; i++)
         if (d->queues[i] == q) {
-            d->queues[i] = d->queues[--d->nqueues];
+            --d->nqueues;
+            d->queues[i] = d->queues[d->nqueues];
+            d->queue_idle[i] = d->queue_idle[d->nqueues];
             break;
         }
     pthread_mutex_unlock(&d->queues_mutex);
@@ -226,13 +234,49 @@ cl_device_id ct_cl_device_id(int dev) {
 
 /* The current ct_stream's queue (the core creates the default stream through
  * cl_stream_create on first use). */
+/* Whether a queue is known to be idle. An in-order queue has no "is it
+ * idle" query, and a marker enqueued to ask completes asynchronously even on
+ * an idle queue, so the backend remembers: synchronize (and a query that saw
+ * its marker complete) marks a queue idle, and handing the queue out for new
+ * work marks it busy. */
+static void set_idle(int dev, cl_command_queue q, bool idle) {
+    ct_cl_device *d = ct_cl_dev(dev);
+    if (!d || !q) return;
+    pthread_mutex_lock(&d->queues_mutex);
+    for (int i = 0; i < d->nqueues; i++)
+        if (d->queues[i] == q) d->queue_idle[i] = idle;
+    pthread_mutex_unlock(&d->queues_mutex);
+}
+
+static bool is_idle(int dev, cl_command_queue q) {
+    ct_cl_device *d = ct_cl_dev(dev);
+    bool idle = false;
+    if (!d || !q) return false;
+    pthread_mutex_lock(&d->queues_mutex);
+    for (int i = 0; i < d->nqueues; i++)
+        if (d->queues[i] == q) idle = d->queue_idle[i];
+    pthread_mutex_unlock(&d->queues_mutex);
+    return idle;
+}
+
+/* The queue new work goes to: it is busy from now on. */
 cl_command_queue ct_cl_queue(int dev) {
-    return (cl_command_queue)cti_current_stream_handle(CT_DEVICE_OPENCL, dev);
+    cl_command_queue q = (cl_command_queue)cti_current_stream_handle(CT_DEVICE_OPENCL, dev);
+    set_idle(dev, q, false);
+    return q;
 }
 
 /* The queue of an explicit stream handle, or the current one. */
 static cl_command_queue queue_or_current(int dev, void *stream) {
-    return stream ? (cl_command_queue)stream : ct_cl_queue(dev);
+    if (!stream) return ct_cl_queue(dev);
+    set_idle(dev, (cl_command_queue)stream, false);
+    return (cl_command_queue)stream;
+}
+
+/* For synchronize and query, which add no work of their own. */
+static cl_command_queue queue_to_inspect(int dev, void *stream) {
+    return stream ? (cl_command_queue)stream
+                  : (cl_command_queue)cti_current_stream_handle(CT_DEVICE_OPENCL, dev);
 }
 
 const char *ct_cl_format_bytes(size_t n, char *buf, size_t size) {
@@ -384,9 +428,10 @@ static void cl_stream_destroy(int dev, void *stream) {
 }
 
 static ct_status cl_stream_synchronize(int dev, void *stream) {
-    cl_command_queue q = queue_or_current(dev, stream);
+    cl_command_queue q = queue_to_inspect(dev, stream);
     if (!q) return ct_last_status();
     CT_CL_TRY(clFinish(q));
+    set_idle(dev, q, true);
     return CT_OK;
 }
 
@@ -406,8 +451,12 @@ static ct_status event_status(int dev, cl_event ev, bool *done) {
  * milliseconds, sleeping to leave the CPU to the driver, before saying
  * "still busy". */
 static ct_status cl_stream_query(int dev, void *stream, bool *done) {
-    cl_command_queue q = queue_or_current(dev, stream);
+    cl_command_queue q = queue_to_inspect(dev, stream);
     if (!q) return ct_last_status();
+    if (is_idle(dev, q)) {
+        *done = true;
+        return CT_OK;
+    }
     cl_event ev;
     CT_CL_TRY(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
     cl_int err = clFlush(q);
@@ -421,6 +470,7 @@ static ct_status cl_stream_query(int dev, void *stream, bool *done) {
     }
     clReleaseEvent(ev);
     CT_CL_TRY(err);
+    if (st == CT_OK && *done) set_idle(dev, q, true);
     return st;
 }
 
@@ -609,4 +659,7 @@ const ct_backend ct_opencl_backend = {
     .read_async = cl_read_async,
     .host_alloc = cl_host_alloc,
     .host_free = cl_host_free,
+    .conv = &ct_cl_conv_ops,
+    .loss = &ct_cl_loss_ops,
+    .nn = &ct_cl_nn_ops,
 };

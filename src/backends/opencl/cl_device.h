@@ -49,6 +49,7 @@ typedef struct ct_cl_device {
     /* every live queue of this device, for synchronize */
     pthread_mutex_t queues_mutex;
     cl_command_queue *queues;
+    bool *queue_idle;           /* known to have no pending work (see cl_stream_query) */
     int nqueues, queues_cap;
 
     /* the embedded program, built on first use, and its kernels by name */

@@ -1,0 +1,146 @@
+/*
+ * ctorch/nn.h — modules, as torch.nn: layers that own parameters and
+ * buffers, nest as named children, switch between train and eval, move to a
+ * device, and list their parameters under PyTorch's state_dict names
+ * ("layer1.0.conv1.weight", "bn1.running_mean", …).
+ *
+ * Ownership: a module is an object you free with ct_module_free (which
+ * frees its children). Adding a child to a container or another module
+ * transfers ownership of the child. Parameters and buffers are tensors owned
+ * by their module; accessors return borrowed pointers that stay valid while
+ * the module lives (ct_module_to moves them to a device in place, keeping
+ * the same tensor objects, so optimizers created earlier stay valid).
+ * ct_forward returns a new reference, like every op.
+ */
+#ifndef CTORCH_NN_H
+#define CTORCH_NN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_module ct_module;
+
+/* The forward function of a module: returns a new reference or NULL. */
+typedef ct_tensor *(*ct_forward_fn)(ct_module *self, const ct_tensor *input);
+
+/* ---- using modules ---- */
+CT_API ct_tensor *ct_forward(ct_module *m, const ct_tensor *input);
+CT_API void ct_module_free(ct_module *m);
+/* module.to(device): moves parameters and buffers in place; returns m. */
+CT_API ct_module *ct_module_to(ct_module *m, ct_device device);
+CT_API ct_status ct_module_to_checked(ct_module *m, ct_device device);
+CT_API void ct_module_train(ct_module *m, bool training);   /* recursive */
+#define ct_module_eval(m) ct_module_train((m), false)
+CT_API bool ct_module_is_training(const ct_module *m);
+CT_API const char *ct_module_type(const ct_module *m);      /* "Linear", "Sequential", … */
+
+/* Parameters in registration order, children depth-first (as
+ * named_parameters()). Write up to max borrowed pointers (and their full
+ * dotted names, if names != NULL; names are valid while m lives); return
+ * how many exist. */
+CT_API int ct_module_parameters(ct_module *m, ct_tensor **params, const char **names, int max);
+/* Buffers (running_mean, running_var, num_batches_tracked, …), same rules. */
+CT_API int ct_module_buffers(ct_module *m, ct_tensor **buffers, const char **names, int max);
+/* Number of scalar parameters (sum of numel). */
+CT_API int64_t ct_module_num_parameters(ct_module *m);
+/* A parameter or buffer by its dotted name ("0.weight"), borrowed, or NULL. */
+CT_API ct_tensor *ct_module_get(ct_module *m, const char *name);
+/* A child by name ("layer1", "0"), borrowed, or NULL. */
+CT_API ct_module *ct_module_child(ct_module *m, const char *name);
+/* Print the module tree as PyTorch's repr does. */
+CT_API ct_status ct_module_print(const ct_module *m);
+
+/* ---- writing modules ---- */
+/* A module with a forward function and optional private state (freed with
+ * free_state when the module is freed). */
+CT_API ct_module *ct_module_new(const char *type, ct_forward_fn forward, void *state, void (*free_state)(void *));
+CT_API void *ct_module_state(ct_module *m);
+/* Register a parameter (takes the reference you pass; sets requires_grad),
+ * a buffer (takes the reference), or a child (takes ownership). Names
+ * follow PyTorch: no dots, unique within the module. */
+CT_API ct_status ct_module_add_parameter(ct_module *m, const char *name, ct_tensor *t);
+CT_API ct_status ct_module_add_buffer(ct_module *m, const char *name, ct_tensor *t);
+CT_API ct_status ct_module_add_child(ct_module *m, const char *name, ct_module *child);
+/* Registered entries of this module only (not children), borrowed. */
+CT_API ct_tensor *ct_module_param(ct_module *m, const char *name);
+CT_API ct_tensor *ct_module_buffer(ct_module *m, const char *name);
+CT_API int ct_module_num_children(const ct_module *m);
+CT_API ct_module *ct_module_child_at(ct_module *m, int i);
+
+/* F.linear: input [*, in] @ weightᵀ + bias (bias may be NULL). */
+CT_API ct_tensor *ct_linear(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias);
+
+/* ---- layers (PyTorch's default initialisation) ---- */
+CT_API ct_module *ct_nn_linear(int64_t in_features, int64_t out_features, bool bias);
+CT_API ct_module *ct_nn_relu(void);
+CT_API ct_module *ct_nn_gelu(void);
+CT_API ct_module *ct_nn_sigmoid(void);
+CT_API ct_module *ct_nn_tanh(void);
+CT_API ct_module *ct_nn_identity(void);
+CT_API ct_module *ct_nn_flatten(int start_dim, int end_dim);  /* nn.Flatten(): 1, -1 */
+/* nn.Sequential: takes ownership of the n modules; children are named "0", "1", … */
+CT_API ct_module *ct_nn_sequential(ct_module *const *modules, int n);
+#define CT_SEQUENTIAL(...) \
+    ct_nn_sequential((ct_module *const[]){__VA_ARGS__}, \
+                     (int)(sizeof((ct_module *const[]){__VA_ARGS__}) / sizeof(ct_module *)))
+CT_API ct_status ct_sequential_append(ct_module *seq, ct_module *m);
+
+/* nn.Conv2d(in, out, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+ * bias=True): square kernels; zero fields mean PyTorch's defaults. */
+typedef struct ct_conv2d_opts {
+    int64_t stride, padding, dilation, groups;
+    bool no_bias;
+} ct_conv2d_opts;
+CT_API ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, ct_conv2d_opts o);
+/* nn.BatchNorm1d/2d(num_features, eps=1e-5, momentum=0.1): parameters
+ * weight, bias; buffers running_mean, running_var, num_batches_tracked. */
+typedef struct ct_batchnorm_opts {
+    double eps, momentum;  /* 0: defaults */
+} ct_batchnorm_opts;
+CT_API ct_module *ct_nn_batchnorm1d(int64_t num_features, ct_batchnorm_opts o);
+CT_API ct_module *ct_nn_batchnorm2d(int64_t num_features, ct_batchnorm_opts o);
+CT_API ct_module *ct_nn_layernorm(ct_shape normalized_shape, double eps); /* eps <= 0: 1e-5 */
+/* padding_idx: CT_NO_PADDING_IDX (ctorch/functional_nn.h) for none. */
+CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx);
+CT_API ct_module *ct_nn_dropout(double p);
+/* stride 0 means stride = kernel, as PyTorch's default. */
+CT_API ct_module *ct_nn_maxpool2d(int64_t kernel, int64_t stride, int64_t padding);
+CT_API ct_module *ct_nn_avgpool2d(int64_t kernel, int64_t stride, int64_t padding);
+CT_API ct_module *ct_nn_adaptive_avgpool2d(int64_t out_h, int64_t out_w);
+
+/* ---- state_dict and checkpoints (ctorch/io.h) ---- */
+struct ct_tensor_dict;
+/* model.state_dict(): parameters and buffers under PyTorch's names,
+ * detached, sharing the module's data; free with ct_tensor_dict_free. */
+CT_API struct ct_tensor_dict *ct_module_state_dict(ct_module *m);
+/* model.load_state_dict(d, strict): copies values into the module's tensors
+ * (converting device and dtype). Shape mismatches are always errors; with
+ * strict, missing and unexpected keys are too (PyTorch's messages). Nothing
+ * is changed when an error is reported. A missing BatchNorm
+ * num_batches_tracked is set to 0, as PyTorch does for old checkpoints. */
+CT_API ct_status ct_module_load_state_dict(ct_module *m, const struct ct_tensor_dict *d, bool strict);
+/* Save / load the state_dict as a safetensors file (atomic save). */
+CT_API ct_status ct_module_save(ct_module *m, const char *path);
+CT_API ct_status ct_module_load(ct_module *m, const char *path, bool strict);
+
+/* ---- model zoo ---- */
+/* MLP: Flatten, then Linear+ReLU for each hidden size, then Linear. */
+CT_API ct_module *ct_model_mlp(int64_t in_features, const int64_t *hidden, int n_hidden, int64_t num_classes);
+/* The Fashion-MNIST CNN of WORKLOADS.md (children c1, c2, f1, f2). */
+CT_API ct_module *ct_model_fmnist_cnn(void);
+/* torchvision.models.resnet18(num_classes) with torchvision's layout,
+ * initialisation and state_dict names. */
+CT_API ct_module *ct_model_resnet18(int64_t num_classes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_NN_H */

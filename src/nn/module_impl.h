@@ -1,0 +1,38 @@
+/*
+ * module_impl.h — the layout of ct_module (internal to src/nn).
+ */
+#ifndef CT_NN_MODULE_IMPL_H
+#define CT_NN_MODULE_IMPL_H
+
+#include "autograd/autograd.h"
+#include "ctorch/nn.h"
+
+typedef struct named_tensor {
+    char *name;
+    ct_tensor *t;
+} named_tensor;
+
+typedef struct named_child {
+    char *name;
+    ct_module *m;
+} named_child;
+
+struct ct_module {
+    char type[32];
+    char extra_repr[160];      /* "in_features=10, out_features=1, bias=True" */
+    ct_forward_fn forward;
+    void *state;
+    void (*free_state)(void *);
+    bool training;
+    named_tensor *params, *buffers;
+    int nparams, nbuffers, cap_params, cap_buffers;
+    named_child *children;
+    int nchildren, cap_children;
+    char **names;              /* dotted names handed out by parameters()/buffers() */
+    int nnames;
+};
+
+/* Set the text shown inside the parentheses when the module is printed. */
+void ct_module_set_extra_repr(ct_module *m, const char *fmt, ...);
+
+#endif /* CT_NN_MODULE_IMPL_H */

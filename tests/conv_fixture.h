@@ -1,0 +1,92 @@
+/*
+ * conv_fixture.h — reads the PyTorch fixtures of tests/fixtures/conv/
+ * (written by tools/gen_fixtures_conv.py): a file of named float64 tensors.
+ *
+ *   "CTFX", u32 version 1, u32 count, then per tensor: u32 name length,
+ *   name, u32 ndim, i64 dims[ndim], f64 values (all little-endian)
+ *
+ * The fixtures live next to this file, which the test finds from its own
+ * __FILE__ (CMake compiles sources by absolute path); CT_FIXTURES_DIR
+ * overrides that.
+ */
+#ifndef CT_CONV_FIXTURE_H
+#define CT_CONV_FIXTURE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CF_MAX_TENSORS 16
+
+typedef struct cf_tensor {
+    char name[32];
+    int ndim;
+    int64_t dims[8];
+    int64_t numel;
+    double *values;
+} cf_tensor;
+
+typedef struct cf_file {
+    int count;
+    cf_tensor t[CF_MAX_TENSORS];
+} cf_file;
+
+static void cf_free(cf_file *f) {
+    for (int i = 0; i < f->count; i++) free(f->t[i].values);
+    f->count = 0;
+}
+
+/* The host is little-endian (x86-64, aarch64), as the files are. */
+static int cf_read(FILE *fp, void *dst, size_t n) { return fread(dst, 1, n, fp) == n; }
+
+static int cf_read_tensor(FILE *fp, cf_tensor *t) {
+    uint32_t len, ndim;
+    if (!cf_read(fp, &len, 4) || len >= sizeof t->name || !cf_read(fp, t->name, len)) return 0;
+    t->name[len] = '\0';
+    if (!cf_read(fp, &ndim, 4) || ndim > 8) return 0;
+    t->ndim = (int)ndim;
+    t->numel = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (!cf_read(fp, &t->dims[d], 8) || t->dims[d] < 0) return 0;
+        t->numel *= t->dims[d];
+    }
+    t->values = malloc(sizeof(double) * (size_t)(t->numel + 1));
+    return t->values && cf_read(fp, t->values, sizeof(double) * (size_t)t->numel);
+}
+
+/* Load <dir of source_file>/fixtures/conv/<name>.bin; 0 on failure. */
+static int cf_load(const char *source_file, const char *name, cf_file *f) {
+    char path[1024];
+    const char *env = getenv("CT_FIXTURES_DIR");
+    if (env) {
+        snprintf(path, sizeof path, "%s/conv/%s.bin", env, name);
+    } else {
+        const char *slash = strrchr(source_file, '/');
+        int dir_len = slash ? (int)(slash - source_file) : 1;
+        snprintf(path, sizeof path, "%.*s/fixtures/conv/%s.bin", dir_len, slash ? source_file : ".",
+                 name);
+    }
+    memset(f, 0, sizeof *f);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    char magic[4];
+    uint32_t version, count;
+    int ok = cf_read(fp, magic, 4) && memcmp(magic, "CTFX", 4) == 0 && cf_read(fp, &version, 4) &&
+             version == 1 && cf_read(fp, &count, 4) && count <= CF_MAX_TENSORS;
+    for (uint32_t i = 0; ok && i < count; i++) {
+        ok = cf_read_tensor(fp, &f->t[i]);
+        f->count = (int)i + 1;
+    }
+    fclose(fp);
+    if (!ok) cf_free(f);
+    return ok;
+}
+
+static const cf_tensor *cf_get(const cf_file *f, const char *name) {
+    for (int i = 0; i < f->count; i++)
+        if (strcmp(f->t[i].name, name) == 0) return &f->t[i];
+    return NULL;
+}
+
+#endif /* CT_CONV_FIXTURE_H */

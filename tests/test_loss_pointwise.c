@@ -1,0 +1,372 @@
+/*
+ * test_loss_pointwise.c — mse_loss and binary_cross_entropy_with_logits:
+ * forward against float64 references written here, at broadcasting shapes
+ * (mse's target; bce's weight and pos_weight), contiguous and not, in every
+ * floating dtype and reduction; gradients w.r.t. input and target
+ * (cti_*_backward, summed back over broadcast dims) against central finite
+ * differences; logits far outside exp's range; PyTorch fixtures; errors.
+ */
+#include <stdlib.h>
+
+#include "ctorch/functional_loss.h"
+#include "loss_fixture.h"
+#include "ops/loss.h"
+#include "testutil.h"
+
+static const ct_dtype float_types[] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16};
+static const ct_reduction reductions[] = {CT_REDUCTION_MEAN, CT_REDUCTION_NONE, CT_REDUCTION_SUM};
+
+/* Operands: 0 input, 1 target, 2 weight, 3 pos_weight (ndim < 0: absent). */
+typedef struct pw_problem {
+    bool bce;
+    ct_reduction reduction;
+    ct_shape s[4];
+    ct_shape out; /* the broadcast shape */
+    double *v[4];
+    double *gout;
+} pw_problem;
+
+static int64_t numel(ct_shape s) {
+    int64_t n = 1;
+    for (int d = 0; d < s.ndim; d++) n *= s.dims[d];
+    return n;
+}
+
+/* The flat index in an operand of shape s of flat index i of shape out. */
+static int64_t bcast_index(ct_shape out, ct_shape s, int64_t i) {
+    int64_t idx = 0, stride = 1;
+    for (int d = out.ndim - 1; d >= 0; d--) {
+        int64_t pos = i % out.dims[d];
+        i /= out.dims[d];
+        int sd = d - (out.ndim - s.ndim);
+        if (sd < 0) continue;
+        if (s.dims[sd] != 1) idx += pos * stride;
+        stride *= s.dims[sd];
+    }
+    return idx;
+}
+
+static ct_shape bcast(ct_shape a, ct_shape b) {
+    ct_shape o = a.ndim >= b.ndim ? a : b;
+    for (int d = 0; d < o.ndim; d++) {
+        int da = d - (o.ndim - a.ndim), db = d - (o.ndim - b.ndim);
+        int64_t x = da >= 0 ? a.dims[da] : 1, y = db >= 0 ? b.dims[db] : 1;
+        o.dims[d] = x == 1 ? y : x;
+    }
+    return o;
+}
+
+static void problem_init(pw_problem *p) {
+    p->out = p->bce ? p->s[0] : bcast(p->s[0], p->s[1]);
+    static const double lo[] = {-3, 0, 0.2, 0.5}, hi[] = {3, 1, 2, 3};
+    for (int k = 0; k < 4; k++) {
+        p->v[k] = NULL;
+        if (p->s[k].ndim < 0) continue;
+        int64_t n = numel(p->s[k]);
+        p->v[k] = malloc(sizeof(double) * (size_t)(n + 1));
+        ct_test_fill_uniform(p->v[k], n, p->bce ? lo[k] : -2, p->bce ? hi[k] : 2);
+    }
+    int64_t n = numel(p->out);
+    p->gout = malloc(sizeof(double) * (size_t)(n + 1));
+    ct_test_fill_uniform(p->gout, n, -1.5, 1.5);
+}
+
+static void problem_free(pw_problem *p) {
+    for (int k = 0; k < 4; k++) free(p->v[k]);
+    free(p->gout);
+}
+
+static double log_sigmoid(double x) { return (x < 0 ? x : 0) - log1p(exp(-fabs(x))); }
+
+/* The loss at operand values v (rows for NONE, else one value). */
+static void ref_loss(const pw_problem *p, double *const *v, double *out) {
+    int64_t n = numel(p->out);
+    double total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = v[0][bcast_index(p->out, p->s[0], i)], t = v[1][bcast_index(p->out, p->s[1], i)];
+        double l;
+        if (!p->bce) {
+            l = (x - t) * (x - t);
+        } else {
+            double w = v[2] ? v[2][bcast_index(p->out, p->s[2], i)] : 1;
+            double pw = v[3] ? v[3][bcast_index(p->out, p->s[3], i)] : 1;
+            l = ((1 - t) * x - (1 + (pw - 1) * t) * log_sigmoid(x)) * w;
+        }
+        if (p->reduction == CT_REDUCTION_NONE) out[i] = l;
+        total += l;
+    }
+    if (p->reduction == CT_REDUCTION_SUM) out[0] = total;
+    if (p->reduction == CT_REDUCTION_MEAN) out[0] = total / (double)n;
+}
+
+static ct_tensor *operand(const pw_problem *p, double *const *v, int k, ct_dtype dt, bool noncontig) {
+    if (p->s[k].ndim < 0) return NULL;
+    return noncontig && p->s[k].ndim >= 2 ? ct_test_noncontiguous(v[k], p->s[k], dt)
+                                          : ct_test_tensor(v[k], p->s[k], dt);
+}
+
+static ct_tensor *call(const pw_problem *p, double *const *v, ct_dtype dt, bool noncontig) {
+    ct_tensor *x = operand(p, v, 0, dt, noncontig), *t = operand(p, v, 1, dt, noncontig);
+    if (!p->bce) return ct_mse_loss(x, t, p->reduction);
+    return ct_binary_cross_entropy_with_logits(x, t, operand(p, v, 2, dt, noncontig),
+                                               operand(p, v, 3, dt, noncontig), p->reduction);
+}
+
+static ct_shape result_shape(const pw_problem *p) {
+    return p->reduction == CT_REDUCTION_NONE ? p->out : CT_SHAPE0;
+}
+
+static void describe(const pw_problem *p, ct_dtype dt) {
+    fprintf(stderr, "  %s, reduction %d, %s, shapes:", p->bce ? "bce_with_logits" : "mse_loss",
+            (int)p->reduction, ct_dtype_name(dt));
+    for (int k = 0; k < 4; k++) {
+        if (p->s[k].ndim < 0) continue;
+        fprintf(stderr, " [");
+        for (int d = 0; d < p->s[k].ndim; d++) fprintf(stderr, d ? ", %lld" : "%lld", (long long)p->s[k].dims[d]);
+        fprintf(stderr, "]");
+    }
+    fprintf(stderr, "\n");
+}
+
+static void check_forward(const pw_problem *p, ct_dtype dt, bool noncontig) {
+    ct_scope_begin();
+    double *vals[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 4; k++) /* the values as stored in dt */
+        if (p->v[k]) vals[k] = ct_test_values(operand(p, p->v, k, dt, false));
+    int64_t n = p->reduction == CT_REDUCTION_NONE ? numel(p->out) : 1;
+    double *want = malloc(sizeof(double) * (size_t)(n + 1)), rtol, atol;
+    ref_loss(p, vals, want);
+    ct_tensor *out = call(p, p->v, dt, noncontig);
+    ct_test_tolerances(dt, &rtol, &atol);
+    bool ok = CT_EXPECT_SHAPE(out, result_shape(p)) && ct_dtype_of(out) == dt &&
+              CT_EXPECT_CLOSE(out, want, n, 4 * rtol, 4 * atol);
+    if (!ok) describe(p, dt);
+    free(want);
+    for (int k = 0; k < 4; k++) free(vals[k]);
+    ct_scope_end();
+}
+
+static double objective(const pw_problem *p, double *const *v) {
+    ct_scope_begin();
+    double *vals = ct_test_values(call(p, v, CT_FLOAT64, false)), s = 0;
+    int64_t n = p->reduction == CT_REDUCTION_NONE ? numel(p->out) : 1;
+    for (int64_t i = 0; vals && i < n; i++) s += p->gout[i] * vals[i];
+    free(vals);
+    ct_scope_end();
+    return s;
+}
+
+static double *finite_differences(const pw_problem *p, int k) {
+    int64_t n = numel(p->s[k]);
+    double *g = malloc(sizeof(double) * (size_t)(n + 1)), h = 1e-6;
+    double *v[4] = {p->v[0], p->v[1], p->v[2], p->v[3]};
+    for (int64_t i = 0; i < n; i++) {
+        double keep = v[k][i];
+        v[k][i] = keep + h;
+        double up = objective(p, v);
+        v[k][i] = keep - h;
+        g[i] = (up - objective(p, v)) / (2 * h);
+        v[k][i] = keep;
+    }
+    return g;
+}
+
+static ct_status call_backward(const pw_problem *p, ct_dtype dt, ct_tensor **gi, ct_tensor **gt) {
+    ct_tensor *x = operand(p, p->v, 0, dt, true), *t = operand(p, p->v, 1, dt, true);
+    ct_tensor *g = ct_test_tensor(p->gout, result_shape(p), dt);
+    if (!p->bce) return cti_mse_loss_backward(g, x, t, p->reduction, gi, gt);
+    return cti_bce_with_logits_backward(g, x, t, operand(p, p->v, 2, dt, true),
+                                        operand(p, p->v, 3, dt, true), p->reduction, gi, gt);
+}
+
+static void check_backward(const pw_problem *p) {
+    ct_scope_begin();
+    ct_tensor *g[2] = {NULL, NULL};
+    CT_EXPECT(call_backward(p, CT_FLOAT64, &g[0], &g[1]) == CT_OK);
+    bool ok = true;
+    double *ref[2];
+    for (int k = 0; k < 2; k++) {
+        double *fd = finite_differences(p, k);
+        ok &= CT_EXPECT_SHAPE(g[k], p->s[k]) && CT_EXPECT_CLOSE(g[k], fd, numel(p->s[k]), 1e-6, 1e-8);
+        free(fd);
+        ref[k] = ct_test_values(g[k]);
+    }
+    for (int d = 0; d < 4 && ok; d++) {
+        ct_dtype dt = float_types[d];
+        if (dt == CT_FLOAT64) continue;
+        ct_tensor *h[2] = {NULL, NULL};
+        CT_EXPECT(call_backward(p, dt, &h[0], d == 0 ? &h[1] : NULL) == CT_OK);
+        CT_EXPECT(d == 0 || !h[1]);
+        double rtol, atol;
+        ct_test_tolerances(dt, &rtol, &atol);
+        for (int k = 0; k < (d == 0 ? 2 : 1); k++) /* rounded inputs: compare loosely */
+            ok &= CT_EXPECT_CLOSE(h[k], ref[k], numel(p->s[k]), dt == CT_FLOAT32 ? 1e-4 : 8 * rtol,
+                                  dt == CT_FLOAT32 ? 1e-5 : 0.05);
+        ct_release(h[0]);
+        ct_release(h[1]);
+    }
+    if (!ok) describe(p, CT_FLOAT64);
+    free(ref[0]);
+    free(ref[1]);
+    ct_release(g[0]);
+    ct_release(g[1]);
+    ct_scope_end();
+}
+
+static void run_problem(pw_problem *p) {
+    for (int r = 0; r < 3; r++) {
+        p->reduction = reductions[r];
+        problem_init(p);
+        for (int k = 0; k < 4; k++) check_forward(p, float_types[k], k % 2 == 1);
+        check_backward(p);
+        problem_free(p);
+    }
+}
+
+#define NONE_SHAPE ((ct_shape){.ndim = -1})
+
+static void test_mse_loss(void) {
+    const ct_shape pairs[][2] = {
+        {CT_SHAPE(3, 4), CT_SHAPE(3, 4)}, {CT_SHAPE(3, 4), CT_SHAPE(4)},
+        {CT_SHAPE(2, 1, 3), CT_SHAPE(4, 1)}, {CT_SHAPE(5), CT_SHAPE0},
+        {CT_SHAPE0, CT_SHAPE0}, {CT_SHAPE(1, 4), CT_SHAPE(3, 1)},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        pw_problem p = {.bce = false, .s = {pairs[i][0], pairs[i][1], NONE_SHAPE, NONE_SHAPE}};
+        run_problem(&p);
+    }
+}
+
+static void test_bce_with_logits(void) {
+    const ct_shape cases[][3] = { /* input (= target), weight, pos_weight */
+        {CT_SHAPE(3, 4), NONE_SHAPE, NONE_SHAPE},  {CT_SHAPE(3, 4), CT_SHAPE(4), NONE_SHAPE},
+        {CT_SHAPE(3, 4), NONE_SHAPE, CT_SHAPE(4)}, {CT_SHAPE(3, 4), CT_SHAPE(3, 1), CT_SHAPE(4)},
+        {CT_SHAPE(2, 3, 2), CT_SHAPE(2, 3, 2), CT_SHAPE0}, {CT_SHAPE0, CT_SHAPE0, CT_SHAPE0},
+        {CT_SHAPE(7), NONE_SHAPE, CT_SHAPE(1)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pw_problem p = {.bce = true, .s = {cases[i][0], cases[i][0], cases[i][1], cases[i][2]}};
+        run_problem(&p);
+    }
+}
+
+/* Logits far outside exp's range: finite, and exact (the stable form). */
+static void test_bce_extreme_logits(void) {
+    CT_SCOPE {
+        double x[] = {100, -100, 1e4, -1e4, 0}, t[] = {0, 1, 0.5, 0.25, 1};
+        for (int k = 0; k < 2; k++) {
+            ct_dtype dt = k ? CT_FLOAT32 : CT_FLOAT64;
+            ct_tensor *in = ct_test_tensor(x, CT_SHAPE(5), dt), *tg = ct_test_tensor(t, CT_SHAPE(5), dt);
+            ct_tensor *out = ct_binary_cross_entropy_with_logits(in, tg, NULL, NULL, CT_REDUCTION_NONE);
+            double want[] = {100, 100, 5e3, 2.5e3, log(2.0)};
+            CT_EXPECT_CLOSE(out, want, 5, 1e-6, 1e-6);
+            ct_tensor *gi = NULL, *gt = NULL;
+            CT_EXPECT(cti_bce_with_logits_backward(ct_ones(CT_SHAPE(5), .dtype = dt), in, tg, NULL, NULL,
+                                                   CT_REDUCTION_NONE, &gi, &gt) == CT_OK);
+            double want_gi[] = {1, -1, 0.5, -0.25, -0.5}, want_gt[] = {-100, 100, -1e4, 1e4, 0};
+            CT_EXPECT_CLOSE(gi, want_gi, 5, 1e-6, 1e-6);
+            CT_EXPECT_CLOSE(gt, want_gt, 5, 1e-6, 1e-6);
+            ct_release(gi);
+            ct_release(gt);
+        }
+    }
+}
+
+/* Empty inputs: MEAN is NaN (mean of nothing), SUM 0, NONE empty. */
+static void test_empty(void) {
+    CT_SCOPE {
+        ct_tensor *e = ct_zeros(CT_SHAPE(0, 3));
+        CT_EXPECT(isnan(ct_item(ct_mse_loss(e, e, CT_REDUCTION_MEAN))));
+        CT_EXPECT(ct_item(ct_binary_cross_entropy_with_logits(e, e, NULL, NULL, CT_REDUCTION_SUM)) == 0);
+        CT_EXPECT_SHAPE(ct_mse_loss(e, e, CT_REDUCTION_NONE), CT_SHAPE(0, 3));
+        ct_tensor *gi = NULL;
+        CT_EXPECT(cti_mse_loss_backward(ct_scalar_tensor(1.0), e, e, CT_REDUCTION_MEAN, &gi, NULL) == CT_OK);
+        CT_EXPECT_SHAPE(gi, CT_SHAPE(0, 3));
+        ct_release(gi);
+    }
+}
+
+static void check_fixture(const char *name, bool bce) {
+    lf_file f;
+    if (!lf_load(__FILE__, name, &f)) {
+        CT_EXPECT_MSG(false, "cannot read fixture %s (run tools/gen_fixtures_loss.py)", name);
+        return;
+    }
+    static const char *const rnames[] = {"mean", "none", "sum"};
+    for (int k = 0; k < 2; k++) {
+        ct_dtype dt = k ? CT_FLOAT32 : CT_FLOAT64;
+        double rtol = k ? 1e-5 : 1e-10, atol = k ? 1e-6 : 1e-12;
+        for (int r = 0; r < 3; r++) {
+            ct_scope_begin();
+            ct_tensor *x = lf_tensor_of(&f, "input", dt), *t = lf_tensor_of(&f, "target", dt);
+            ct_tensor *w = bce ? lf_tensor_of(&f, "weight", dt) : NULL;
+            ct_tensor *pw = bce ? lf_tensor_of(&f, "pos_weight", dt) : NULL, *gi = NULL, *gt = NULL;
+            ct_tensor *g = reductions[r] == CT_REDUCTION_NONE ? lf_tensor_of(&f, "grad_out", dt)
+                                                              : ct_scalar_tensor(1.0, .dtype = dt);
+            ct_tensor *out = bce ? ct_binary_cross_entropy_with_logits(x, t, w, pw, reductions[r])
+                                 : ct_mse_loss(x, t, reductions[r]);
+            ct_status st = bce ? cti_bce_with_logits_backward(g, x, t, w, pw, reductions[r], &gi, &gt)
+                               : cti_mse_loss_backward(g, x, t, reductions[r], &gi, &gt);
+            CT_EXPECT(st == CT_OK);
+            const char *keys[] = {"loss_%s", "grad_%s", "grad_target_%s"};
+            ct_tensor *got[] = {out, gi, gt};
+            for (int j = 0; j < 3; j++) {
+                char key[32];
+                snprintf(key, sizeof key, keys[j], rnames[r]);
+                const lf_tensor *want = lf_get(&f, key);
+                if (!CT_EXPECT_CLOSE(got[j], want->values, want->numel, rtol, atol))
+                    fprintf(stderr, "  fixture %s: %s, %s\n", name, key, ct_dtype_name(dt));
+            }
+            ct_release(gi);
+            ct_release(gt);
+            ct_scope_end();
+        }
+    }
+    lf_free(&f);
+}
+
+static void test_fixtures(void) {
+    check_fixture("bce_logits", true);
+    check_fixture("mse_broadcast", false);
+}
+
+static void test_errors(void) {
+    CT_SCOPE {
+        ct_tensor *x = ct_randn(CT_SHAPE(3, 5)), *t = ct_rand(CT_SHAPE(3, 5));
+        const ct_reduction M = CT_REDUCTION_MEAN;
+        CT_EXPECT(!ct_mse_loss(ct_to_dtype(x, CT_INT64), ct_to_dtype(t, CT_INT64), M));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "mse_loss: \"mse\" not implemented for 'Long'");
+        CT_EXPECT(!ct_mse_loss(x, ct_rand(CT_SHAPE(4)), M));
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "The size of tensor a (5) must match the size of tensor b (4) at "
+                                      "non-singleton dimension 1");
+        CT_EXPECT(!ct_mse_loss(x, t, (ct_reduction)3));
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "mse_loss: 3 is not a valid value for reduction");
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, ct_rand(CT_SHAPE(3, 4)), NULL, NULL, M));
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "binary_cross_entropy_with_logits: Target size ([3, 4]) must be "
+                                      "the same as input size ([3, 5])");
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, t, ct_rand(CT_SHAPE(2, 3, 5)), NULL, M));
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "output with shape [3, 5] doesn't match the broadcast shape [2, 3, 5]");
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, t, NULL, ct_rand(CT_SHAPE(4)), M));
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "must match the size of tensor b (4) at non-singleton dimension 1");
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, ct_to_dtype(t, CT_INT64), NULL, NULL, M));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "result type Float can't be cast to the desired output type Long");
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(ct_to_dtype(x, CT_INT64), t, NULL, NULL, M));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"log_sigmoid_forward\" not implemented for 'Long'");
+        CT_EXPECT(!ct_mse_loss(NULL, t, M) && ct_last_status() == CT_OK);
+        ct_tensor *gi = (ct_tensor *)1;
+        CT_EXPECT(cti_mse_loss_backward(ct_ones(CT_SHAPE(3)), x, t, CT_REDUCTION_NONE, &gi, NULL) ==
+                      CT_ERR_SHAPE && gi == NULL);
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "mse_loss_backward: grad_output of shape [3], expected [3, 5]");
+    }
+}
+
+int main(int argc, char **argv) {
+    ct_test_init(argc, argv);
+    CT_RUN(test_mse_loss);
+    CT_RUN(test_bce_with_logits);
+    CT_RUN(test_bce_extreme_logits);
+    CT_RUN(test_empty);
+    CT_RUN(test_fixtures);
+    CT_RUN(test_errors);
+    return ct_test_finish();
+}
