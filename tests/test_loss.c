@@ -7,8 +7,9 @@
  * contiguous and not, in every floating dtype; gradients (cti_*_backward)
  * against central finite differences of the float64 forward; PyTorch
  * fixtures (tools/gen_fixtures_loss.py); stability at huge logits; empty
- * batches; and every error path with PyTorch's messages. The elementwise
- * losses are in test_loss_pointwise.c.
+ * batches; every error path with PyTorch's messages; and, when there is an
+ * OpenCL device, its error reporting and a device forward/backward chain.
+ * The elementwise losses are in test_loss_pointwise.c.
  */
 #include <stdlib.h>
 
@@ -449,6 +450,12 @@ static void test_cross_entropy_special_cases(void) {
         CT_EXPECT_SHAPE(ct_cross_entropy(empty, no_t, NULL, -100, CT_REDUCTION_NONE, 0.0), CT_SHAPE(0));
         CT_EXPECT(isnan(ct_item(ct_cross_entropy(empty, ct_zeros(CT_SHAPE(0, 4)), NULL, -100,
                                                  CT_REDUCTION_MEAN, 0.0))));
+        /* no classes: probability targets give empty sums (0), MEAN NaN */
+        ct_tensor *no_classes = ct_zeros(CT_SHAPE(3, 0));
+        double zeros3[3] = {0, 0, 0};
+        CT_EXPECT_CLOSE(ct_cross_entropy(no_classes, no_classes, NULL, -100, CT_REDUCTION_NONE, 0.0),
+                        zeros3, 3, 0, 0);
+        CT_EXPECT(isnan(ct_item(ct_cross_entropy(no_classes, no_classes, NULL, -100, CT_REDUCTION_MEAN, 0.0))));
 
         /* uint8 targets are accepted as indices; label_smoothing <= 0 is ignored */
         uint8_t t8[] = {2, 0};
@@ -555,6 +562,50 @@ static void test_errors(void) {
     }
 }
 
+/* On an OpenCL device: the out-of-range target is reported (the device
+ * kernel raises a flag the host reads), empty class dims, and a
+ * forward/backward chain that reuses the device-side total weight. (The
+ * cross-backend harness compares every variant with the CPU.) */
+static void test_opencl(void) {
+    if (ct_device_count(CT_DEVICE_OPENCL) <= 0) {
+        ct_clear_error();
+        return;
+    }
+    ct_device dev = ct_device_opencl(0);
+    CT_SCOPE {
+        int64_t t7[] = {1, 2, 7};
+        ct_tensor *x = ct_randn(CT_SHAPE(3, 5), .device = dev);
+        ct_tensor *bad = ct_to_device(ct_tensor_from(t7, CT_INT64, CT_SHAPE(3)), dev);
+        CT_EXPECT(!ct_cross_entropy(x, bad, NULL, -100, CT_REDUCTION_MEAN, 0.0));
+        CT_EXPECT_ERROR(CT_ERR_INDEX, "cross_entropy: Target 7 is out of bounds.");
+        ct_tensor *no_classes = ct_zeros(CT_SHAPE(3, 0), .device = dev);
+        double zeros3[3] = {0, 0, 0};
+        CT_EXPECT_CLOSE(ct_cross_entropy(no_classes, no_classes, NULL, -100, CT_REDUCTION_NONE, 0.0),
+                        zeros3, 3, 0, 0);
+
+        int64_t t[] = {1, -100, 4};
+        double w[] = {1.0, 0.5, 2.0, 1.5, 3.0};
+        ct_tensor *tc = ct_tensor_from(t, CT_INT64, CT_SHAPE(3)), *wc = ct_test_tensor(w, CT_SHAPE(5), CT_FLOAT32);
+        ct_tensor *xc = ct_cpu(x), *total = NULL, *gi = NULL, *gi_cpu = NULL;
+        ct_tensor *out = ct_track(cti_cross_entropy_forward(x, ct_to_device(tc, dev), ct_to_device(wc, dev), -100,
+                                                            CT_REDUCTION_MEAN, 0.1, &total));
+        ct_tensor *want = ct_cross_entropy(xc, tc, wc, -100, CT_REDUCTION_MEAN, 0.1);
+        CT_EXPECT(out && ct_device_equal(ct_device_of(out), dev) && ct_device_equal(ct_device_of(total), dev));
+        CT_EXPECT_NEAR(ct_item(out), ct_item(want), 1e-5);
+        CT_EXPECT(cti_cross_entropy_backward(ct_scalar_tensor(1.0, .device = dev), x, ct_to_device(tc, dev),
+                                             ct_to_device(wc, dev), -100, CT_REDUCTION_MEAN, 0.1, total, &gi,
+                                             NULL) == CT_OK);
+        CT_EXPECT(cti_cross_entropy_backward(ct_scalar_tensor(1.0), xc, tc, wc, -100, CT_REDUCTION_MEAN, 0.1,
+                                             NULL, &gi_cpu, NULL) == CT_OK);
+        double *v = ct_test_values(gi_cpu);
+        CT_EXPECT_CLOSE(gi, v, 15, 1e-5, 1e-6);
+        free(v);
+        ct_release(total);
+        ct_release(gi);
+        ct_release(gi_cpu);
+    }
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_cross_entropy_class_targets);
@@ -566,5 +617,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_cross_entropy_special_cases);
     CT_RUN(test_total_weight);
     CT_RUN(test_errors);
+    CT_RUN(test_opencl);
     return ct_test_finish();
 }

@@ -368,6 +368,10 @@ static void test_layer_norm_errors(void) {
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "Expected normalized_shape to be at least 1-dimensional");
         CT_EXPECT(!ct_layer_norm(ct_zeros(CT_SHAPE(2, 4), .dtype = CT_INT32), CT_SHAPE(4), NULL, NULL, 1e-5));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"LayerNormKernelImpl\" not implemented for 'Int'");
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), ct_ones(CT_SHAPE(4), .dtype = CT_INT64), NULL, 1e-5));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "layer_norm: expected weight to have a floating dtype, but got int64");
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), NULL, ct_ones(CT_SHAPE(4), .dtype = CT_BOOL), 1e-5));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "layer_norm: expected bias to have a floating dtype, but got bool");
         CT_EXPECT_SHAPE(ct_layer_norm(ct_zeros(CT_SHAPE(2, 0)), CT_SHAPE(0), NULL, NULL, 1e-5), CT_SHAPE(2, 0));
         CT_EXPECT_SHAPE(ct_layer_norm(ct_zeros(CT_SHAPE(0, 4)), CT_SHAPE(4), NULL, NULL, 1e-5), CT_SHAPE(0, 4));
         ct_tensor *gi;

@@ -415,6 +415,15 @@ static void test_pool_errors(void) {
                                            ct_zeros(CT_SHAPE(2, 3, 2, 2), .dtype = CT_INT32),
                                            CT_SHAPE(2, 3, 5, 5), &p));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "max_pool2d_backward: expected indices of dtype int64");
+        CT_EXPECT(!cti_max_pool2d_backward(ct_zeros(CT_SHAPE(2, 3, 2, 2)),
+                                           ct_zeros(CT_SHAPE(2, 3, 2, 1), .dtype = CT_INT64),
+                                           CT_SHAPE(2, 3, 5, 5), &p));
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "max_pool2d_backward: grad_output of shape [2, 3, 2, 1]");
+        CT_EXPECT(!cti_adaptive_avg_pool2d_backward(ct_zeros(CT_SHAPE(3, 2, 2)), CT_SHAPE(2, 3, 5, 5)));
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "adaptive_avg_pool2d_backward: grad_output has 3 dims, the input 4");
+        CT_EXPECT(!cti_avg_pool2d_backward(ct_zeros(CT_SHAPE(2, 3, 2, 2), .dtype = CT_INT32),
+                                           CT_SHAPE(2, 3, 5, 5), &p));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"avg_pool2d_backward\" not implemented for 'Int'");
         /* NULL inputs propagate without a new error */
         CT_EXPECT(!ct_max_pool2d(NULL, CT_PAIR(2, 2), NULL, NULL, NULL, false));
         CT_EXPECT(!ct_avg_pool2d(NULL, CT_PAIR(2, 2), NULL, NULL, false, true, 0));
@@ -523,6 +532,8 @@ static void test_dropout_backward(void) {
         CT_EXPECT_CLOSE(ct_track(cti_dropout_backward(g, m1, 1.0)), zeros, 63, 0, 0);
         CT_EXPECT(!cti_dropout_backward(g, ct_zeros(CT_SHAPE(7, 8), .dtype = CT_BOOL), 0.5));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "dropout_backward: mask of shape [7, 8] does not match");
+        CT_EXPECT(!cti_dropout_backward(g, ct_zeros(CT_SHAPE(7, 9)), 0.5));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "dropout_backward: expected a bool mask, but got float32");
         free(gv);
         free(mv);
         free(xv);
@@ -634,8 +645,39 @@ static void test_embedding_errors(void) {
         CT_EXPECT(!cti_embedding_backward(ct_ones(CT_SHAPE(3, 3)), ct_zeros(CT_SHAPE(2), .dtype = CT_INT64),
                                           10, -1));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "embedding_backward: grad_output of shape [3, 3] does not match");
+        CT_EXPECT(!cti_embedding_backward(ct_ones(CT_SHAPE(2, 3), .dtype = CT_INT64),
+                                          ct_zeros(CT_SHAPE(2), .dtype = CT_INT64), 10, -1));
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"embedding_backward\" not implemented for 'Long'");
+        CT_EXPECT(!cti_embedding_backward(ct_ones(CT_SHAPE(2, 3)), ct_zeros(CT_SHAPE(2), .dtype = CT_INT64),
+                                          10, 10));
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "embedding_backward: invalid num_weights 10 or padding_idx 10");
         CT_EXPECT(!ct_embedding(NULL, w, -1));
         CT_EXPECT_INT_EQ(ct_last_status(), CT_OK);
+    }
+}
+
+/* ---- determinism ----------------------------------------------------------------------------- */
+
+/* Backwards that add many values into one element give the same bits run
+ * after run on every device (no float atomics): float32 sums of many
+ * repeated indices, and overlapping pooling windows. */
+static void test_backward_determinism(void) {
+    ct_device devs[2] = {ct_device_cpu(), ct_device_opencl(0)};
+    int ndev = ct_device_count(CT_DEVICE_OPENCL) > 0 ? 2 : 1;
+    ct_clear_error();
+    for (int k = 0; k < ndev; k++) CT_SCOPE {
+        ct_tensor *idx = ct_to_device(ct_randint(0, 5, CT_SHAPE(3000)), devs[k]);
+        ct_tensor *g = ct_to_device(ct_randn(CT_SHAPE(3000, 7)), devs[k]);
+        ct_tensor *a = ct_track(cti_embedding_backward(g, idx, 5, -1));
+        ct_tensor *b = ct_track(cti_embedding_backward(g, idx, 5, -1));
+        CT_EXPECT(a && b && ct_equal(a, b));
+        ct_tensor *x = ct_to_device(ct_randn(CT_SHAPE(2, 3, 17, 19)), devs[k]);
+        cti_pool2d_params p = cti_pool2d_params_make(CT_PAIR(3, 3), CT_PAIR(1, 1), CT_PAIR(1, 1), NULL,
+                                                     false, true, 0);
+        ct_tensor *go = ct_to_device(ct_randn(CT_SHAPE(2, 3, 17, 19)), devs[k]);
+        ct_tensor *p1 = ct_track(cti_avg_pool2d_backward(go, ct_shape_of(x), &p));
+        ct_tensor *p2 = ct_track(cti_avg_pool2d_backward(go, ct_shape_of(x), &p));
+        CT_EXPECT(p1 && p2 && ct_equal(p1, p2));
     }
 }
 
@@ -657,5 +699,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_embedding_forward);
     CT_RUN(test_embedding_backward);
     CT_RUN(test_embedding_errors);
+    CT_RUN(test_backward_determinism);
     return ct_test_finish();
 }

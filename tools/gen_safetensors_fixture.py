@@ -187,7 +187,8 @@ def main():
         print("safetensors.torch.save and this writer give %s bytes" % ("the same" if same else "DIFFERENT"))
         sys.exit(0 if same else 1)
     here = os.path.dirname(os.path.abspath(__file__))
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.normpath(os.path.join(here, "..", "tests", "fixtures", "safetensors"))
+    default = os.path.normpath(os.path.join(here, "..", "tests", "fixtures", "safetensors"))
+    out = sys.argv[1] if len(sys.argv) > 1 else default
     os.makedirs(out, exist_ok=True)
     blob = hand_serialize(tensors, METADATA)
     with open(os.path.join(out, "pytorch.safetensors"), "wb") as f:

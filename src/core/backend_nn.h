@@ -12,7 +12,9 @@
  *
  * Contracts (the core guarantees these before calling):
  *  - every view lives on the backend's device and is CONTIGUOUS (offset may
- *    be non-zero); sizes match the arguments below;
+ *    be non-zero); its shape is the tensor's own (e.g. [N, C, H, W] or
+ *    [C, H, W] for pooling), which backends index flat with the sizes
+ *    passed beside it (the geometry, n/c/s, rows/cols);
  *  - "x dtype" views (inputs, outputs, gradients) share one floating dtype
  *    (float32, float64, float16, bfloat16); "stat" views (means, inverse
  *    standard deviations, weights, biases, per-channel sums) have the stat
@@ -38,7 +40,7 @@ typedef struct ct_pool2d_geom {
     int64_t padding[2];       /* 0 <= padding <= kernel / 2 */
     int64_t dilation[2];      /* >= 1 (max pooling only) */
     bool count_include_pad;   /* avg pooling */
-    int64_t divisor_override; /* avg pooling: > 0 replaces the divisor; 0 none */
+    int64_t divisor_override; /* avg pooling: non-zero replaces the divisor; 0 none */
 } ct_pool2d_geom;
 
 struct ct_backend_nn {
@@ -61,13 +63,15 @@ struct ct_backend_nn {
      * after otherwise; divisor_override replaces the count; sum / count. */
     ct_status (*avg_pool2d)(const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g);
     /* grad_in = sum over the windows that hold the element of
-     * grad_out / count (the adjoint of avg_pool2d), in increasing output. */
+     * grad_out / count (the adjoint of avg_pool2d), in increasing output;
+     * every element written. */
     ct_status (*avg_pool2d_backward)(const ct_kview *grad_in, const ct_kview *grad_out,
                                      const ct_pool2d_geom *g);
     /* Window rows [floor(oh*H/OH), ceil((oh+1)*H/OH)) (exact integer
      * arithmetic), likewise columns; out = mean over the window. */
     ct_status (*adaptive_avg_pool2d)(const ct_kview *out, const ct_kview *in,
                                      const ct_pool2d_geom *g);
+    /* Its adjoint (every element of grad_in written), in increasing output. */
     ct_status (*adaptive_avg_pool2d_backward)(const ct_kview *grad_in, const ct_kview *grad_out,
                                               const ct_pool2d_geom *g);
 

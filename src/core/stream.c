@@ -8,6 +8,7 @@
  * stream is always complete and events record a host timestamp, so timing
  * code works unchanged on the CPU.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_MONOTONIC */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>

@@ -383,8 +383,9 @@ static ct_status check_layout(st_load *L, st_entry **order) {
                               "data_offsets [%llu, %llu] go past the end of the data (%llu bytes)", b,
                               en, (unsigned long long)L->data_len);
         if (e->begin < start)
-            return fail_entry(L, CT_ERR_FORMAT, e, "data_offsets [%llu, %llu] overlap tensor '%s' at [%llu, %llu]",
-                              b, en, cti_io_quote(q, prev->name, prev->name_len),
+            return fail_entry(L, CT_ERR_FORMAT, e,
+                              "data_offsets [%llu, %llu] overlap tensor '%s' at [%llu, %llu]", b, en,
+                              cti_io_quote(q, prev->name, prev->name_len),
                               (unsigned long long)prev->begin, (unsigned long long)prev->end);
         if (e->begin > start)
             return fail_entry(L, CT_ERR_FORMAT, e,
@@ -419,7 +420,9 @@ static ct_status read_at(const st_load *L, uint64_t off, void *dst, size_t n) {
         while (n > 0) {
             ssize_t k = pread(L->fd, p, n, (off_t)off);
             if (k < 0 && errno == EINTR) continue;
-            if (k < 0) return fail(L, CT_ERR_IO, "read error at byte %llu: %s", (unsigned long long)off, strerror(errno));
+            if (k < 0)
+                return fail(L, CT_ERR_IO, "read error at byte %llu: %s", (unsigned long long)off,
+                            strerror(errno));
             if (k == 0)
                 return fail(L, CT_ERR_IO, "unexpected end of file at byte %llu (did the file change "
                             "while it was read?)", (unsigned long long)off);

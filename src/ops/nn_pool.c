@@ -194,8 +194,11 @@ ct_tensor *cti_max_pool2d_forward(const ct_tensor *input, const cti_pool2d_param
     int64_t oshape[4];
     if (!pool_setup(op, input->shape, input->ndim, p, &g, oshape)) return NULL;
     if (!cti_nn_check_floating(op, input)) return NULL;
-    ct_tensor *idx = cti_empty(oshape, input->ndim, CT_INT64, input->storage->device);
-    ct_tensor *out = idx ? run_pool(POOL_MAX, op, input, idx, oshape, input->ndim, &g) : NULL;
+    /* indices only when wanted (autograd wants them; inference does not) */
+    ct_tensor *idx = indices ? cti_empty(oshape, input->ndim, CT_INT64, input->storage->device)
+                             : NULL;
+    if (indices && !idx) return NULL;
+    ct_tensor *out = run_pool(POOL_MAX, op, input, idx, oshape, input->ndim, &g);
     if (out && indices) *indices = idx;
     else ct_decref(idx);
     return out;

@@ -297,7 +297,8 @@ static ct_status cpu_prob_forward(const ct_kview *loss, const ct_kview *in, cons
         src.q = qs.x;
         double m = row_max(&src);
         row_sums s = row_pass(&src, m, true, false);
-        ct_cpu_store(lo + r * lsz, loss->dtype, s.wq * log(s.sumexp) + s.wqd);
+        double l = a->classes ? s.wq * log(s.sumexp) + s.wqd : 0.0; /* an empty sum */
+        ct_cpu_store(lo + r * lsz, loss->dtype, l);
     }
     free(w);
     return CT_OK;

@@ -261,6 +261,23 @@ static void layer_norm_row(const char *x, char *y, int64_t l, ct_dtype dt, doubl
     }
 }
 
+/* float32 rows without block copies: the statistics and the result in
+ * double straight from the float data (the same math as the block path). */
+static void layer_norm_row_f32(const float *restrict x, float *restrict y, int64_t l, double eps,
+                               const double *w, const double *b, double *mean, double *rstd) {
+    double sum = 0.0, sq = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t k = 0; k < l; k++) sum += x[k];
+    const double mu = sum / (double)l;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t k = 0; k < l; k++) sq += ((double)x[k] - mu) * ((double)x[k] - mu);
+    const double rs = 1.0 / sqrt(sq / (double)l + eps);
+#pragma omp simd
+    for (int64_t k = 0; k < l; k++) y[k] = (float)(((double)x[k] - mu) * rs * w[k] + b[k]);
+    *mean = mu;
+    *rstd = rs;
+}
+
 ct_status ct_cpu_layer_norm(const ct_kview *out, const ct_kview *mean, const ct_kview *rstd,
                             const ct_kview *in, const ct_kview *weight, const ct_kview *bias,
                             int64_t rows, int64_t cols, double eps) {
@@ -275,6 +292,15 @@ ct_status ct_cpu_layer_norm(const ct_kview *out, const ct_kview *mean, const ct_
 #pragma omp parallel for schedule(static) if (rows * cols >= CT_CPU_GRAIN)
     for (int64_t r = 0; r < rows; r++) {
         const char *x = ct_cpu_base(in) + r * cols * esz;
+        if (in->dtype == CT_FLOAT32) {
+            double mu, rs;
+            layer_norm_row_f32((const float *)(const void *)x,
+                               (float *)(void *)(ct_cpu_base(out) + r * cols * esz), cols, eps, w, b,
+                               &mu, &rs);
+            store_at(mean, r, mu);
+            store_at(rstd, r, rs);
+            continue;
+        }
         double mu = run_sum(x, cols, in->dtype) / (double)cols;
         double var = run_sq_dev(x, cols, in->dtype, mu) / (double)cols;
         double rs = 1.0 / sqrt(var + eps);

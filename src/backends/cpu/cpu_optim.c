@@ -93,7 +93,7 @@ static inline float round_to(float v, ct_dtype dt) {
         T d = k->maximize ? -g : g;                                                             \
         T decayed = R(p * k->decay, k->pdt), with_wd = R(d + k->wd * p, k->pdt);                \
         p = k->decoupled ? decayed : p;                                                         \
-        d = !k->decoupled && k->has_wd ? with_wd : d;                                           \
+        d = (!k->decoupled & k->has_wd) ? with_wd : d;                                          \
         T mm = R(R(*m * k->b1, k->sdt) + k->one_b1 * d, k->sdt);                                \
         T vv = R(R(*v * k->b2, k->sdt) + k->one_b2 * d * d, k->sdt);                            \
         *m = mm;                                                                                \
