@@ -33,8 +33,10 @@ int main(int argc, char **argv) {
         CT_WITH_STREAM(s) { y = ct_matmul(x, x); }
         ct_stream_wait_stream(main_stream, s);
         ct_record_stream(y, main_stream);
-        printf("y[0][0] = %g (expected 512), computed on a side stream; side stream done: %s\n",
-               ct_item(ct_select(ct_select(y, 0, 0), 0, 0)), ct_stream_query(s) ? "yes" : "no");
+        double v = ct_item(ct_select(ct_select(y, 0, 0), 0, 0)); /* waits for the current stream */
+        ct_stream_synchronize(s);
+        printf("y[0][0] = %g (expected 512), computed on a side stream; side stream idle: %s\n", v,
+               ct_stream_query(s) ? "yes" : "no");
     }
     ct_stream_destroy(s);
     return 0;

@@ -69,11 +69,7 @@ static void append(char *buf, size_t size, const char *item) {
     snprintf(buf + len, size - len, "%s\"%s\"", len ? ", " : "", item);
 }
 
-static int dict_index(const ct_tensor_dict *d, const char *name) {
-    for (int i = 0; i < ct_tensor_dict_size(d); i++)
-        if (!strcmp(ct_tensor_dict_name(d, i), name)) return i;
-    return -1;
-}
+static int dict_index(const ct_tensor_dict *d, const char *name) { return ct_tensor_dict_index(d, name); }
 
 /* First pass: check names and shapes; second pass (apply): copy. */
 static ct_status check_entry(const char *name, ct_tensor *t, bool is_buffer, void *user) {
