@@ -420,6 +420,36 @@ static void test_backward_finite_differences(void) {
     }
 }
 
+/* Through autograd: ct_conv2d records ConvolutionBackward0, and
+ * gradcheck (finite differences of the public op) accepts its gradients. */
+static ct_tensor *gradcheck_conv(ct_tensor *const *in, int n, void *user) {
+    const conv_case *k = user;
+    return ct_conv2d(in[0], in[1], n > 2 ? in[2] : NULL, k->stride, k->padding, k->dilation,
+                     k->groups);
+}
+
+static void test_autograd(void) {
+    const conv_case cases[] = {
+        {2, 4, 5, 6, 4, 3, 2, 2, {2, 1}, {1, 1}, {2, 1}, true, false},
+        {1, 3, 4, 4, 2, 2, 2, 1, {1, 2}, {0, 1}, {1, 1}, false, true},
+        {3, 2, 3, 3, 4, 1, 1, 1, {1, 1}, {0, 0}, {1, 1}, true, false},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const conv_case *k = &cases[c];
+        ct_tensor *in[3] = {ct_randn(shape_x(k), .dtype = CT_FLOAT64, .requires_grad = true),
+                            ct_randn(shape_w(k), .dtype = CT_FLOAT64, .requires_grad = true),
+                            ct_randn(CT_SHAPE(k->o), .dtype = CT_FLOAT64, .requires_grad = true)};
+        ct_tensor *y = gradcheck_conv(in, k->bias ? 3 : 2, (void *)k);
+        CT_EXPECT(y && ct_grad_fn_name(y) && strcmp(ct_grad_fn_name(y), "ConvolutionBackward0") == 0);
+        bool ok = false;
+        CT_EXPECT_INT_EQ(ct_gradcheck(gradcheck_conv, in, k->bias ? 3 : 2, (void *)k, &ok), CT_OK);
+        CT_EXPECT_MSG(ok, "gradcheck case %zu: %s", c, ct_last_error());
+        ct_clear_error();
+        for (int i = 0; i < 3; i++) ct_release(in[i]);
+        ct_release(y);
+    }
+}
+
 /* A batch whose column matrix exceeds the backend's cols_budget is done a
  * few images at a time (and an image above it alone); results must not
  * depend on it. */
@@ -657,6 +687,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_backward_random);
     CT_RUN(test_backward_pointwise);
     CT_RUN(test_backward_finite_differences);
+    CT_RUN(test_autograd);
     CT_RUN(test_chunked);
     CT_RUN(test_pytorch_fixtures);
     CT_RUN(test_shape_errors);

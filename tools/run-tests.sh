@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # tools/run-tests.sh — the README's test command: install dependencies, build
 # ctorch with warnings as errors, run the whole test suite, then run it again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and check that an
-# installed ctorch is usable through find_package and pkg-config.
-# Set CT_SKIP_SANITIZE=1 to skip the sanitizer pass (quicker local runs).
+# under AddressSanitizer + UndefinedBehaviorSanitizer, check that an
+# installed ctorch is usable through find_package and pkg-config, and fuzz
+# the safetensors parser for 30 seconds.
+# Set CT_SKIP_SANITIZE=1 to skip the sanitizer pass and CT_SKIP_FUZZ=1 to skip
+# the short fuzzing run (quicker local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
@@ -40,5 +42,9 @@ if [ "${CT_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake --build build/asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build/asan --output-on-failure -j "$jobs"
+fi
+if [ "${CT_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== fuzzing the safetensors parser briefly (libFuzzer)"
+  tools/run-fuzz.sh 30
 fi
 echo "run-tests: all passed"

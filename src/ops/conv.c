@@ -213,6 +213,19 @@ static ct_tensor *swap01_contiguous(const ct_tensor *t) {
     return c;
 }
 
+/* The backend's view of a chunk of nb images. */
+static ct_conv2d_geom geom_of(const conv_plan *pl, int64_t nb) {
+    const ct_conv2d_geom g = {nb,
+                              pl->c,
+                              {pl->h, pl->w},
+                              {pl->kh, pl->kw},
+                              {pl->p.stride[0], pl->p.stride[1]},
+                              {pl->p.padding[0], pl->p.padding[1]},
+                              {pl->p.dilation[0], pl->p.dilation[1]},
+                              {pl->oh, pl->ow}};
+    return g;
+}
+
 /* The column matrix [C*kH*kW, nb*L] of the images x [nb, C, H, W]. */
 static ct_tensor *columns(const conv_plan *pl, const ct_tensor *x) {
     const int64_t nb = x->shape[0];
@@ -228,9 +241,7 @@ static ct_tensor *columns(const conv_plan *pl, const ct_tensor *x) {
     const int64_t shape[2] = {pl->c * pl->kh * pl->kw, nb * pl->l};
     ct_tensor *cols = cti_empty(shape, 2, x->dtype, x->storage->device);
     if (!cols) return NULL;
-    ct_conv2d_geom g = {nb, pl->c, {pl->h, pl->w}, {pl->kh, pl->kw},
-                        {pl->p.stride[0], pl->p.stride[1]}, {pl->p.padding[0], pl->p.padding[1]},
-                        {pl->p.dilation[0], pl->p.dilation[1]}, {pl->oh, pl->ow}};
+    const ct_conv2d_geom g = geom_of(pl, nb);
     ct_kview kc = ct_kview_of(cols), kx = ct_kview_of(x);
     if (cv->im2col(&kc, &kx, &g) != CT_OK) {
         ct_decref(cols);
@@ -244,9 +255,7 @@ static bool col2im_into(const conv_plan *pl, ct_tensor *dx, const ct_tensor *dco
     const struct ct_backend_conv *cv = cti_backend(dx)->conv;
     CT_CHECK_RET(cv && cv->col2im, false, CT_ERR_UNSUPPORTED,
                  "conv2d_backward: not implemented on %s", cti_backend(dx)->name);
-    ct_conv2d_geom g = {dx->shape[0], pl->c, {pl->h, pl->w}, {pl->kh, pl->kw},
-                        {pl->p.stride[0], pl->p.stride[1]}, {pl->p.padding[0], pl->p.padding[1]},
-                        {pl->p.dilation[0], pl->p.dilation[1]}, {pl->oh, pl->ow}};
+    const ct_conv2d_geom g = geom_of(pl, dx->shape[0]);
     ct_kview ki = ct_kview_of(dx), kc = ct_kview_of(dcols);
     return cv->col2im(&ki, &kc, &g) == CT_OK;
 }
