@@ -1,15 +1,21 @@
 #!/bin/sh
-# run.sh — time workloads W0 and W2 on ctorch and, in the same run, on
-# PyTorch, and print them side by side with their ratio.
+# run.sh — time the reference workloads W0–W6 on ctorch (bench_ops: W0, W2;
+# bench_train: W1, W3–W6) and, in the same run, on PyTorch
+# (torch_workloads.py), and print them side by side with their ratio.
 #
 # Usage: bench/run.sh path/to/bench_ops [threads]
-#   threads defaults to 2. PyTorch runs when $CT_TORCH_PYTHON (a python with
-#   torch) is set, or when /usr/bin/python3 can import torch; otherwise only
-#   ctorch's figures are shown. This script builds nothing.
+#   bench_train is taken from the same folder as bench_ops. threads defaults
+#   to 2. PyTorch runs when $CT_TORCH_PYTHON (a python with torch) is set, or
+#   when /usr/bin/python3 can import torch; otherwise only ctorch's figures
+#   are shown. This script builds nothing.
 #
-# Ratios are "speedup of ctorch": PyTorch time / ctorch time for W0 (µs per
-# op, lower is better) and ctorch GFLOP/s / PyTorch GFLOP/s for W2, so in
-# both cases a ratio above 1 means ctorch is faster.
+# The environment is used as it is, OPENBLAS_CORETYPE included: OpenBLAS may
+# mis-detect a virtual CPU (e.g. as "Prescott"), and both sides print the
+# core they got, so that a table says which GEMM kernels it measured.
+#
+# Ratios are "speedup of ctorch": PyTorch time / ctorch time for the timed
+# workloads (W0 µs/op, W1 µs/step, W3 s), ctorch rate / PyTorch rate for the
+# others (GFLOP/s, img/s), so a ratio above 1 always means ctorch is faster.
 set -eu
 
 if [ $# -lt 1 ] || [ ! -x "$1" ]; then
@@ -17,6 +23,7 @@ if [ $# -lt 1 ] || [ ! -x "$1" ]; then
     exit 2
 fi
 bench_ops=$1
+bench_train=$(dirname "$1")/bench_train
 threads=${2:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
@@ -24,14 +31,22 @@ export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
+echo "== machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs;" \
+     "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "== ctorch ($bench_ops, $threads threads)"
 "$bench_ops" "$threads" | tee "$tmp/ctorch.txt"
+if [ -x "$bench_train" ]; then
+    echo "== ctorch ($bench_train, $threads threads)"
+    "$bench_train" "$threads" | tee -a "$tmp/ctorch.txt"
+else
+    echo "($bench_train not found: W1, W3-W6 skipped on ctorch)"
+fi
 
 python=${CT_TORCH_PYTHON:-/usr/bin/python3}
 if [ -x "$python" ] || command -v "$python" >/dev/null 2>&1; then
     if "$python" -c 'import torch' >/dev/null 2>&1; then
         echo "== PyTorch ($python, $threads threads)"
-        "$python" "$here/torch_w0_w2.py" "$threads" | tee "$tmp/torch.txt"
+        "$python" "$here/torch_workloads.py" "$threads" | tee "$tmp/torch.txt"
     fi
 fi
 
@@ -46,16 +61,16 @@ awk -F': ' '
     FNR == NR { if ($1 !~ /^#/) ct[$1] = $2; next }
     $1 !~ /^#/ { pt[$1] = $2; order[++n] = $1 }
     END {
-        printf "%-26s %12s %12s %16s\n", "workload", "ctorch", "PyTorch", "ctorch speedup"
+        printf "%-34s %12s %12s %16s\n", "workload", "ctorch", "PyTorch", "ctorch speedup"
         for (i = 1; i <= n; i++) {
             k = order[i]
-            if (!(k in ct)) continue
+            if (!(k in ct)) { printf "%-34s %12s %12.3f %16s\n", k, "-", pt[k], "-"; continue }
             c = ct[k] + 0; p = pt[k] + 0
             if (k ~ /\(us\/op\)/ || k ~ /\(us\)/ || k ~ /\(s\)/) r = (c > 0) ? p / c : 0
             else r = (p > 0) ? c / p : 0
-            printf "%-26s %12.3f %12.3f %15.2fx\n", k, c, p, r
+            printf "%-34s %12.3f %12.3f %15.2fx\n", k, c, p, r
         }
         print ""
-        print "ctorch speedup > 1 means ctorch is faster: PyTorch time / ctorch time for W0"
-        print "(us/op, lower is better), ctorch GFLOP/s / PyTorch GFLOP/s for W2."
+        print "ctorch speedup > 1 means ctorch is faster: PyTorch time / ctorch time for"
+        print "W0, W1, W3 (lower is better), ctorch rate / PyTorch rate for W2, W4-W6."
     }' "$tmp/ctorch.txt" "$tmp/torch.txt"
