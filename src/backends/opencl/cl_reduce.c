@@ -16,8 +16,24 @@
 /* The group kernels loop over rows, so the launch needs no more groups. */
 #define MAX_GROUPS 4096
 
-static bool use_groups(int64_t rows, int64_t row_len) {
-    return row_len >= GROUP_MIN_ROW && rows < GROUP_MAX_ROWS;
+/* CPU OpenCL devices (PoCL) get one work item per row: a work-group tree buys
+ * nothing on a CPU, and on PoCL 3.1 with several threads the group kernels
+ * lose and duplicate partial sums between concurrently running work-groups
+ * (rows of ones summing to 5303 or 6605 instead of 5408) — see
+ * tests/test_backend_ops.c's reduce_ones_rows case. Cached per device. */
+static bool is_cpu_device(int dev) {
+    static int cache[64]; /* 0 unknown, 1 cpu, 2 other */
+    if (dev < 0 || dev >= 64) return false;
+    if (!cache[dev]) {
+        cl_device_type type = 0;
+        clGetDeviceInfo(ct_cl_device_id(dev), CL_DEVICE_TYPE, sizeof type, &type, NULL);
+        cache[dev] = (type & CL_DEVICE_TYPE_CPU) ? 1 : 2;
+    }
+    return cache[dev] == 1;
+}
+
+static bool use_groups(int dev, int64_t rows, int64_t row_len) {
+    return !is_cpu_device(dev) && row_len >= GROUP_MIN_ROW && rows < GROUP_MAX_ROWS;
 }
 
 static size_t group_count(int64_t rows) { return (size_t)(rows < MAX_GROUPS ? rows : MAX_GROUPS); }
@@ -57,7 +73,7 @@ ct_status ct_cl_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out
     ct_clops_arg args[] = {CT_CLOPS_ARG(bo), CT_CLOPS_ARG(mo), CT_CLOPS_ARG(bx),
                            CT_CLOPS_ARG(mx), CT_CLOPS_ARG(has_index), CT_CLOPS_ARG(bi),
                            CT_CLOPS_ARG(mi), CT_CLOPS_ARG(cop), pa};
-    if (!use_groups(O, R))
+    if (!use_groups(dev, O, R))
         return ct_clops_launch(dev, "ct_k_reduce_rows", args, 9, (size_t)O, 0);
     size_t local;
     CT_TRY(ct_clops_group_size(dev, "ct_k_reduce_group", GROUP_CAP, &local));
@@ -77,7 +93,7 @@ ct_status ct_cl_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, 
     cl_mem bo = (cl_mem)out->data, bi = (cl_mem)in->data;
     cl_long lo = outer, ld = dim, li = inner;
     cl_int want_log = log;
-    if (inner == 1 && use_groups(outer, dim)) {
+    if (inner == 1 && use_groups(dev, outer, dim)) {
         ct_clops_arg args[] = {CT_CLOPS_ARG(bo), CT_CLOPS_ARG(mo), CT_CLOPS_ARG(bi),
                                CT_CLOPS_ARG(mi), CT_CLOPS_ARG(lo), CT_CLOPS_ARG(ld),
                                CT_CLOPS_ARG(want_log)};
