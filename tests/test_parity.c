@@ -185,6 +185,13 @@ static void test_resnet18_logits(void) {
             CT_EXPECT(ct_dtype_of(logits) == CT_FLOAT32);
             expect_match("resnet18 logits", logits, ct_tensor_dict_get(fx, "logits"), LOGITS_TOL);
         }
+        /* the same model moved to each OpenCL device */
+        for (int d = 0; d < ct_device_count(CT_DEVICE_OPENCL); d++) CT_NO_GRAD CT_SCOPE {
+            ct_device dev = ct_device_opencl(d);
+            CT_EXPECT(ct_module_to(m, dev) != NULL);
+            ct_tensor *logits = ct_cpu(ct_forward(m, ct_to_device(ct_tensor_dict_get(fx, "input"), dev)));
+            expect_match("resnet18 logits (opencl)", logits, ct_tensor_dict_get(fx, "logits"), 10 * LOGITS_TOL);
+        }
     }
     ct_module_free(m);
     ct_tensor_dict_free(fx);
