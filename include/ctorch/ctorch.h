@@ -15,6 +15,7 @@
 #include "memory.h"
 #include "autograd.h"
 #include "nn.h"
+#include "functional.h"
 #include "optim.h"
 #include "io.h"
 
