@@ -51,28 +51,12 @@ static void exp_block(double *restrict e, const double *restrict x, int64_t n, d
     for (int64_t k = 0; k < n; k++) e[k] = xf[k];
 }
 
-#define LANES 8 /* independent maximum accumulators, so the compares pipeline */
-
-/* A NaN in the row makes the row's results NaN whichever value wins here
- * (NaN - m or x - NaN is NaN, and so is the sum of exponentials). */
-static double block_max(const double *x, int64_t n, double m) {
-    double acc[LANES];
-    for (int j = 0; j < LANES; j++) acc[j] = m;
-    int64_t k = 0;
-    for (; k + LANES <= n; k += LANES)
-#pragma omp simd
-        for (int j = 0; j < LANES; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];
-    for (; k < n; k++) m = x[k] > m ? x[k] : m;
-    for (int j = 0; j < LANES; j++) m = acc[j] > m ? acc[j] : m;
-    return m;
-}
-
 static double row_max(const row_src *r) {
     double buf[LB], m = -INFINITY;
     for (int64_t c0 = 0; c0 < r->classes; c0 += LB) {
         int64_t n = r->classes - c0 < LB ? r->classes - c0 : LB;
         ct_cpu_gather_f64(r->x + c0 * r->step, n, r->step, r->dt, buf);
-        m = block_max(buf, n, m);
+        m = ct_cpu_block_max_f64(buf, n, m);
     }
     return m;
 }

@@ -19,19 +19,6 @@
 #include "cpu_vec.h"
 
 #define SM_BLOCK 64 /* elements (rows) or inner positions (columns) at once */
-#define LANES 8     /* independent max accumulators, so SIMD compares pipeline */
-
-static float block_max_f32(const float *x, int64_t n, float m) {
-    float acc[LANES];
-    for (int j = 0; j < LANES; j++) acc[j] = m;
-    int64_t k = 0;
-    for (; k + LANES <= n; k += LANES)
-#pragma omp simd
-        for (int j = 0; j < LANES; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];
-    for (; k < n; k++) m = x[k] > m ? x[k] : m;
-    for (int j = 0; j < LANES; j++) m = acc[j] > m ? acc[j] : m;
-    return m;
-}
 
 /* Write n computed floats to y (a floating dtype, `step` bytes apart). */
 static void store_floats(char *y, const float *v, int64_t n, int64_t step, ct_dtype dt) {
@@ -90,7 +77,7 @@ static void softmax_row_float(const char *x, char *y, int64_t n, ct_dtype dt, bo
     for (int64_t k0 = 0; k0 < n; k0 += SM_BLOCK) {
         int64_t nb = n - k0 < SM_BLOCK ? n - k0 : SM_BLOCK;
         ct_cpu_gather_f32(x + k0 * esz, nb, esz, dt, buf);
-        m = block_max_f32(buf, nb, m);
+        m = ct_cpu_block_max_f32(buf, nb, m);
     }
     double sum = 0.0;
     for (int64_t k0 = 0; k0 < n; k0 += SM_BLOCK) {
@@ -159,14 +146,8 @@ static void softmax_cols_float(const char *x, char *y, int64_t dim, int64_t inne
  * then normalise. */
 static void softmax_row_f64(const double *restrict x, double *restrict y, int64_t n,
                             bool want_log) {
-    double acc[LANES], m = -INFINITY, sum = 0.0;
-    for (int j = 0; j < LANES; j++) acc[j] = -INFINITY;
-    int64_t k = 0;
-    for (; k + LANES <= n; k += LANES)
-#pragma omp simd
-        for (int j = 0; j < LANES; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];
-    for (; k < n; k++) m = x[k] > m ? x[k] : m;
-    for (int j = 0; j < LANES; j++) m = acc[j] > m ? acc[j] : m;
+    double m = ct_cpu_block_max_f64(x, n, -INFINITY), sum = 0.0;
+    int64_t k;
     for (k = 0; k < n; k++) {
         y[k] = exp(x[k] - m);
         sum += y[k];

@@ -158,4 +158,24 @@ static inline float ct_cpu_exp_f32(float x) {
     return x != x ? x : y;
 }
 
+/* max(m, x[0..n)) with 8 independent accumulators so that the vector
+ * compares pipeline; shared by softmax and the class losses. NaN handling is
+ * the caller's: a NaN row makes its results NaN downstream whichever value
+ * wins here. */
+#define CT_CPU_MAX_LANES 8
+#define CT_CPU_DEFINE_BLOCK_MAX(name, T)                                                   \
+    static inline T name(const T *x, int64_t n, T m) {                                     \
+        T acc[CT_CPU_MAX_LANES];                                                           \
+        for (int j = 0; j < CT_CPU_MAX_LANES; j++) acc[j] = m;                             \
+        int64_t k = 0;                                                                     \
+        for (; k + CT_CPU_MAX_LANES <= n; k += CT_CPU_MAX_LANES)                           \
+            _Pragma("omp simd") for (int j = 0; j < CT_CPU_MAX_LANES; j++)                 \
+                acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];                            \
+        for (; k < n; k++) m = x[k] > m ? x[k] : m;                                        \
+        for (int j = 0; j < CT_CPU_MAX_LANES; j++) m = acc[j] > m ? acc[j] : m;            \
+        return m;                                                                          \
+    }
+CT_CPU_DEFINE_BLOCK_MAX(ct_cpu_block_max_f32, float)
+CT_CPU_DEFINE_BLOCK_MAX(ct_cpu_block_max_f64, double)
+
 #endif /* CT_CPU_VEC_H */
