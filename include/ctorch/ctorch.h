@@ -18,5 +18,7 @@
 #include "functional.h"
 #include "optim.h"
 #include "io.h"
+#include "data.h"
+#include "summary.h"
 
 #endif /* CTORCH_CTORCH_H */

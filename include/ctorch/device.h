@@ -66,6 +66,19 @@ CT_API ct_status ct_device_check(ct_device dev, ct_device *resolved);
 /* Human-readable device name ("cpu", "NVIDIA H100 80GB HBM3", "pthread-…"). */
 CT_API ct_status ct_device_name(ct_device dev, char *buf, size_t size);
 
+/* torch.cuda.get_device_properties: what a device is. For OpenCL devices
+ * major.minor is the OpenCL version and multi_processor_count the compute
+ * units; is_host is true for devices that run on the host CPU (the cpu
+ * device, PoCL and other CPU OpenCL drivers). */
+typedef struct ct_device_properties {
+    char name[256];
+    size_t total_memory;        /* bytes                                     */
+    int major, minor;           /* CUDA compute capability / OpenCL version  */
+    int multi_processor_count;  /* SMs / compute units / cores               */
+    bool is_host;
+} ct_device_properties;
+CT_API ct_status ct_get_device_properties(ct_device dev, ct_device_properties *out);
+
 /* Per-thread current device of a type (torch.cuda.set_device /
  * current_device); 0 at start. */
 CT_API ct_status ct_set_device(ct_device dev);

@@ -90,6 +90,7 @@ typedef struct ct_backend {
     /* devices */
     int (*device_count)(void);
     ct_status (*device_name)(int dev, char *buf, size_t size);
+    ct_status (*device_properties)(int dev, ct_device_properties *out);  /* name already filled */
     ct_status (*synchronize)(int dev);
 
     /* memory: raw allocations and host transfers (read waits for the data) */

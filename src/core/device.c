@@ -129,6 +129,17 @@ ct_status ct_device_synchronize(ct_device dev) {
 
 /* ---- torch.cuda conveniences ---- */
 
+ct_status ct_get_device_properties(ct_device dev, ct_device_properties *out) {
+    CT_CHECK_STATUS(out != NULL, CT_ERR_INVALID_ARG, "get_device_properties: NULL output");
+    memset(out, 0, sizeof *out);
+    ct_device d;
+    CT_TRY(ct_device_check(dev, &d));
+    const ct_backend *b = ct_backend_for(d.type);
+    CT_TRY(b->device_name(d.index, out->name, sizeof out->name));
+    if (b->device_properties) return b->device_properties(d.index, out);
+    return CT_OK;
+}
+
 bool ct_cuda_is_available(void) { return ct_device_count(CT_DEVICE_CUDA) > 0; }
 int ct_cuda_device_count(void) { return ct_device_count(CT_DEVICE_CUDA); }
 int ct_cuda_current_device(void) { return tl_current[CT_DEVICE_CUDA]; }

@@ -6,9 +6,11 @@
  * backends. Memory is 64-byte aligned so that vector loads never straddle
  * cache lines; kernels in the other cpu_*.c files implement the math.
  */
+#define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../core/error.h"
 #include "cpu_internal.h"
@@ -28,6 +30,16 @@ static int cpu_device_count(void) { return 1; }
 
 static ct_status cpu_device_name(int dev, char *buf, size_t size) {
     snprintf(buf, size, "cpu");
+    return CT_OK;
+}
+
+/* Total memory from sysconf; cores are the ones this process may use. */
+static ct_status cpu_device_properties(int dev, ct_device_properties *out) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    out->total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    out->multi_processor_count = cores > 0 ? (int)cores : 1;
+    out->is_host = true;
     return CT_OK;
 }
 
@@ -140,6 +152,7 @@ const ct_backend ct_cpu_backend = {
     .type = CT_DEVICE_CPU,
     .device_count = cpu_device_count,
     .device_name = cpu_device_name,
+    .device_properties = cpu_device_properties,
     .synchronize = cpu_synchronize,
     .alloc = cpu_alloc,
     .free = cpu_free,

@@ -303,6 +303,20 @@ static ct_status cl_device_name(int dev, char *buf, size_t size) {
     return CT_OK;
 }
 
+static ct_status cl_device_properties(int dev, ct_device_properties *out) {
+    ct_cl_device *d = ct_cl_dev(dev);
+    if (!d) return ct_last_status();
+    char version[128] = "";
+    cl_uint units = 0;
+    clGetDeviceInfo(d->id, CL_DEVICE_VERSION, sizeof version - 1, version, NULL);
+    clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    if (sscanf(version, "OpenCL %d.%d", &out->major, &out->minor) != 2) out->major = out->minor = 0;
+    out->total_memory = (size_t)d->global_mem;
+    out->multi_processor_count = (int)units;
+    out->is_host = (d->type & CL_DEVICE_TYPE_CPU) != 0;
+    return CT_OK;
+}
+
 /* Waits for every stream of the device, as cudaDeviceSynchronize. */
 static ct_status cl_synchronize(int dev) {
     ct_cl_device *d = ct_cl_dev(dev);
@@ -624,6 +638,7 @@ const ct_backend ct_opencl_backend = {
     .type = CT_DEVICE_OPENCL,
     .device_count = cl_device_count,
     .device_name = cl_device_name,
+    .device_properties = cl_device_properties,
     .synchronize = cl_synchronize,
     .alloc = cl_alloc,
     .free = cl_free,
