@@ -74,6 +74,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
@@ -88,7 +89,10 @@ def main():
     test_dl = torch.utils.data.DataLoader(test, batch_size=256, num_workers=args.workers,
                                           persistent_workers=args.workers > 0)
     model = CNN()
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
+    if args.optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=len(train_dl) * args.epochs)
     print(f"# PyTorch {torch.__version__}, {args.threads} threads, {args.workers} workers", flush=True)
     start = time.perf_counter()

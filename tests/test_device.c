@@ -299,6 +299,32 @@ static void test_best_device(void) {
     ct_release(t);
 }
 
+/* get_device_properties: the cpu and every OpenCL device report a name,
+ * memory and cores; PoCL devices run on the host. */
+static void test_device_properties(void) {
+    ct_device_properties p;
+    CT_EXPECT_INT_EQ(ct_get_device_properties(ct_device_cpu(), &p), CT_OK);
+    CT_EXPECT_STR_EQ(p.name, "cpu");
+    CT_EXPECT(p.is_host);
+    CT_EXPECT(p.total_memory > ((size_t)64 << 20));
+    CT_EXPECT(p.multi_processor_count >= 1);
+    int n = ct_device_count(CT_DEVICE_OPENCL);
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        CT_EXPECT_INT_EQ(ct_get_device_properties(ct_device_opencl(i), &p), CT_OK);
+        CT_EXPECT_INT_EQ(ct_device_name(ct_device_opencl(i), name, sizeof name), CT_OK);
+        CT_EXPECT_STR_EQ(p.name, name);
+        CT_EXPECT(p.total_memory > 0);
+        CT_EXPECT(p.major >= 1);
+        CT_EXPECT(p.multi_processor_count >= 1);
+        if (strncmp(name, "pthread", 7) == 0 || strncmp(name, "cpu", 3) == 0) CT_EXPECT(p.is_host);
+    }
+    CT_EXPECT_INT_EQ(ct_get_device_properties(ct_device_opencl(n + 3), &p), CT_ERR_DEVICE);
+    CT_EXPECT_INT_EQ(ct_get_device_properties(ct_device_cuda(0), &p),
+                     ct_cuda_is_available() ? CT_OK : CT_ERR_DEVICE);
+    CT_EXPECT_INT_EQ(ct_get_device_properties(ct_device_cpu(), NULL), CT_ERR_INVALID_ARG);
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_parse_valid);
@@ -311,5 +337,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_try_gpu);
     CT_RUN(test_set_device);
     CT_RUN(test_best_device);
+    CT_RUN(test_device_properties);
     return ct_test_finish();
 }
