@@ -3,12 +3,12 @@
 
 The same model (the Fashion-MNIST CNN of WORKLOADS.md), data (the Debian
 package's IDX files, normalised with mean 0.2860 / std 0.3530), loader (batch
-128, shuffled, 2 worker processes), optimizer (SGD lr 0.05, momentum 0.9,
+64, shuffled, 2 worker processes), optimizer (SGD lr 0.05, momentum 0.9,
 weight decay 5e-4), per-step cosine schedule to 0 and evaluation (batch 256),
 so that bench/run-train.sh can put both programs' accuracy and images per
 second side by side. Prints one line per epoch in ctorch-train's format.
 
-Usage: torch_train_fmnist.py [--epochs 3] [--batch-size 128] [--lr 0.05] [--threads 2] [--workers 2]
+Usage: torch_train_fmnist.py [--epochs 5] [--batch-size 64] [--lr 0.05] [--threads 2] [--workers 2]
                              [--data-dir /usr/share/datasets/fashion-mnist]
 """
 import argparse
@@ -71,8 +71,8 @@ class CNN(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
     ap.add_argument("--threads", type=int, default=2)

@@ -21,8 +21,8 @@ void train_config_defaults(train_config *c) {
     snprintf(c->model, sizeof c->model, "cnn");
     snprintf(c->dataset, sizeof c->dataset, "fashion-mnist");
     snprintf(c->device, sizeof c->device, "auto");
-    c->epochs = 3;
-    c->batch_size = 128;
+    c->epochs = 5;
+    c->batch_size = 64;
     snprintf(c->optimizer, sizeof c->optimizer, "sgd");
     c->lr = -1;               /* per optimizer, see finish_defaults */
     c->momentum = 0.9;
@@ -38,7 +38,7 @@ static const char USAGE[] =
     "Usage: ctorch-train [options]\n"
     "\n"
     "Trains a model and reports test accuracy. With no options it trains the\n"
-    "Fashion-MNIST CNN for 3 epochs on the best device, from the Debian package\n"
+    "Fashion-MNIST CNN for 5 epochs on the best device, from the Debian package\n"
     "dataset-fashion-mnist (" DEFAULT_FMNIST_DIR ").\n"
     "\n"
     "Model and data:\n"
@@ -63,8 +63,8 @@ static const char USAGE[] =
     "                        when training on a device other than cpu)\n"
     "\n"
     "Optimisation:\n"
-    "  --epochs N            default 3\n"
-    "  --batch-size N        default 128\n"
+    "  --epochs N            default 5\n"
+    "  --batch-size N        default 64 (test batches: 256 or larger)\n"
     "  --optimizer NAME      sgd (default, momentum 0.9), adam or adamw\n"
     "  --lr X                learning rate (default 0.05 for sgd, 1e-3 for adam/adamw)\n"
     "  --momentum X          sgd momentum (default 0.9)\n"
