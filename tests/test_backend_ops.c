@@ -1,7 +1,7 @@
 /*
  * test_backend_ops.c — the cross-backend harness (in the spirit of ggml's
  * test-backend-ops): every op × every dtype, run through the PUBLIC API on
- * the CPU and on each OpenCL device, at shapes that include 0-dim, empty,
+ * the CPU and on each OpenCL and CUDA device, at shapes that include 0-dim, empty,
  * one-element, broadcast, transposed, narrowed and expanded inputs; the
  * device results must match the CPU's (per-dtype tolerances, NaN/inf
  * positions identical, integers exact) and land on the device.
@@ -9,10 +9,10 @@
  *   test_backend_ops [-o op[,op…]] [-b backend] [-v] [--list]
  *
  * -o runs only the named ops (or families), -b only backends whose name
- * starts with the argument (opencl, opencl:1), -v prints every result,
+ * starts with the argument (opencl, opencl:1, cuda), -v prints every result,
  * --list prints the op × backend support matrix. An op a backend reports as
  * CT_ERR_UNSUPPORTED is printed as UNSUPPORTED, never counted as passed.
- * Exits 77 (skipped) when there is no OpenCL device.
+ * Exits 77 (skipped) when there is no OpenCL or CUDA device.
  *
  * The table `g_cases` drives everything: a new op is one row naming a
  * runner (which builds its inputs from a replayable random source on a given
@@ -390,9 +390,9 @@ static void run_cast(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device 
     out[0] = c->op ? ct_to_dtype(x, (ct_dtype)c->op) : ct_contiguous(x);
 }
 
-static int g_opencl_count;
+static int g_opencl_count, g_cuda_count;
 
-/* A round trip through the next OpenCL device (device-to-device copies of
+/* A round trip through the next device of the backend (device-to-device copies of
  * strided views); on the cpu the identity. The result is back on dev. */
 static void run_transfer(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
                          ct_tensor **out, char *desc, size_t dn) {
@@ -403,6 +403,7 @@ static void run_transfer(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_dev
     describe(desc, dn, "x", s, l);
     ct_device other = dev;
     if (dev.type == CT_DEVICE_OPENCL) other = ct_device_opencl((dev.index + 1) % g_opencl_count);
+    if (dev.type == CT_DEVICE_CUDA) other = ct_device_cuda((dev.index + 1) % g_cuda_count);
     out[0] = ct_to_device(ct_to_device(x, other), dev);
 }
 
@@ -766,19 +767,21 @@ int main(int argc, char **argv) {
     const char *env = getenv("CT_TEST_SEED");
     if (env) g_seed = strtoull(env, NULL, 10);
 
-    int count = g_opencl_count = ct_device_count(CT_DEVICE_OPENCL);
+    g_opencl_count = ct_device_count(CT_DEVICE_OPENCL);
+    g_cuda_count = ct_device_count(CT_DEVICE_CUDA);
     ct_clear_error();
-    if (count <= 0) {
-        printf("test_backend_ops: no OpenCL device, skipping\n");
+    if (g_opencl_count + g_cuda_count <= 0) {
+        printf("test_backend_ops: no OpenCL or CUDA device, skipping\n");
         return 77;
     }
-    ct_device devs[BO_MAX_DEVICES];
-    int ndev = 0;
-    for (int i = 0; i < count && ndev < BO_MAX_DEVICES; i++) {
+    ct_device all[BO_MAX_DEVICES], devs[BO_MAX_DEVICES];
+    int nall = 0, ndev = 0;
+    for (int i = 0; i < g_cuda_count && nall < BO_MAX_DEVICES; i++) all[nall++] = ct_device_cuda(i);
+    for (int i = 0; i < g_opencl_count && nall < BO_MAX_DEVICES; i++) all[nall++] = ct_device_opencl(i);
+    for (int i = 0; i < nall; i++) {
         char name[32];
-        ct_device d = ct_device_opencl(i);
-        ct_device_format(d, name, sizeof name);
-        if (!o.backend || strncmp(name, o.backend, strlen(o.backend)) == 0) devs[ndev++] = d;
+        ct_device_format(all[i], name, sizeof name);
+        if (!o.backend || strncmp(name, o.backend, strlen(o.backend)) == 0) devs[ndev++] = all[i];
     }
     if (ndev == 0) {
         fprintf(stderr, "test_backend_ops: no backend matches '%s'\n", o.backend);

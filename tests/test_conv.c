@@ -9,6 +9,8 @@
  */
 #include <stdlib.h>
 
+#include <omp.h>
+
 #include "conv_fixture.h"
 #include "ctorch/functional_conv.h"
 #include "core/backend_conv.h"
@@ -678,6 +680,71 @@ static void test_null_propagation(void) {
     ct_release(w);
 }
 
+/* It covers what the random cases
+ * (batches of at most 3) do not reach in the CPU backend's whole-convolution
+ * kernels (src/backends/cpu/cpu_conv_fused.c): several images per product
+ * (small output planes, N > 8), batches spread over threads, weight
+ * gradients summed over many blocks, pointwise chunks, groups, strides,
+ * padding and dilation; and that the results do not depend on the thread
+ * count. */
+
+/* y and all three gradients of case k, as float64 values in one array
+ * (caller frees). */
+static double *conv_all(const conv_case *k, const operands *op, const ct_tensor *gy) {
+    cti_conv2d_params p = params_of(k);
+    ct_tensor *y = ct_conv2d(op->x, op->w, op->b, k->stride, k->padding, k->dilation, k->groups);
+    ct_tensor *g[3] = {NULL, NULL, NULL};
+    CT_EXPECT_INT_EQ(cti_conv2d_backward(gy, op->x, op->w, &p, &g[0], &g[1], &g[2]), CT_OK);
+    const int64_t counts[4] = {numel_y(k), numel_x(k), numel_w(k), k->o};
+    const ct_tensor *parts[4] = {y, g[0], g[1], g[2]};
+    double *all = calloc((size_t)(counts[0] + counts[1] + counts[2] + counts[3]), sizeof(double));
+    double *dst = all;
+    for (int i = 0; i < 4; i++) {
+        double *v = parts[i] ? ct_test_values(parts[i]) : NULL;
+        CT_EXPECT(v != NULL);
+        if (v) memcpy(dst, v, sizeof(double) * (size_t)counts[i]);
+        free(v);
+        dst += counts[i];
+    }
+    ct_release(y);
+    for (int i = 0; i < 3; i++) ct_decref(g[i]);
+    return all;
+}
+
+static void test_large_batches(void) {
+    const conv_case cases[] = {
+        /* n, c, h, w, o, kh, kw, groups, stride, padding, dilation, bias, unbatched */
+        {37, 4, 9, 7, 6, 3, 3, 2, {1, 2}, {1, 0}, {1, 1}, true, false},   /* small planes: staged chunks */
+        {45, 3, 13, 13, 8, 3, 3, 1, {1, 1}, {0, 0}, {1, 1}, true, false}, /* W4's second layer, smaller */
+        {19, 6, 6, 6, 4, 1, 1, 2, {1, 1}, {0, 0}, {1, 1}, false, false},  /* pointwise, several per chunk */
+        {12, 2, 30, 30, 4, 3, 2, 1, {2, 1}, {2, 1}, {2, 1}, true, false}, /* one image per chunk */
+        {70, 2, 5, 5, 3, 2, 2, 1, {1, 1}, {1, 1}, {1, 1}, true, false},   /* 70 images: blocks of chunks */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const conv_case *k = &cases[i];
+        check_forward(k, CT_FLOAT32, false);
+        check_forward(k, CT_FLOAT64, i % 2 == 1);
+        check_backward(k, CT_FLOAT64, 7, i % 2 == 0, false);
+        check_backward(k, CT_FLOAT32, i == 3 ? 2 : 7, false, i == 4);
+        /* the same results, bit for bit, on one thread and on several */
+        operands op = make_operands(k, CT_FLOAT32, false);
+        ct_tensor *gy = ct_test_random(shape_y(k), CT_FLOAT32, -1, 1, NULL);
+        const int threads = omp_get_max_threads();
+        omp_set_num_threads(1);
+        double *one = conv_all(k, &op, gy);
+        omp_set_num_threads(threads > 1 ? threads : 2);
+        double *many = conv_all(k, &op, gy);
+        omp_set_num_threads(threads);
+        const int64_t total = numel_y(k) + numel_x(k) + numel_w(k) + k->o;
+        CT_EXPECT_MSG(memcmp(one, many, sizeof(double) * (size_t)total) == 0,
+                      "case %zu: results differ between 1 and %d threads", i, threads);
+        free(one);
+        free(many);
+        ct_release(gy);
+        free_operands(&op);
+    }
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_forward_random);
@@ -689,6 +756,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_backward_finite_differences);
     CT_RUN(test_autograd);
     CT_RUN(test_chunked);
+    CT_RUN(test_large_batches);
     CT_RUN(test_pytorch_fixtures);
     CT_RUN(test_shape_errors);
     CT_RUN(test_param_errors);

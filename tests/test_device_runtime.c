@@ -1,44 +1,79 @@
 /*
- * test_device_runtime.c — PyTorch's device semantics on a real asynchronous
- * device (OpenCL; PoCL here): streams run independently until ordered,
- * record_stream delays reuse, allocator statistics follow a scripted
- * sequence exactly, out-of-memory under a memory fraction reports and
- * recovers, empty_cache returns memory, and non_blocking copies from pinned
- * memory are asynchronous and correct.
+ * test_device_runtime.c — PyTorch's device semantics on real asynchronous
+ * devices (OpenCL: PoCL here; CUDA when a GPU is present): streams run
+ * independently until ordered, record_stream delays reuse, allocator
+ * statistics follow a scripted sequence exactly, out-of-memory under a
+ * memory fraction reports and recovers, empty_cache returns memory, and
+ * non_blocking copies from pinned memory are asynchronous and correct.
  *
- * To make "still running" deterministic, the tests hold a stream: they
- * enqueue a barrier on a user event, so nothing queued after it can run until
- * the test releases it. Skips (exit 77) without an OpenCL device.
+ * To make "still running" deterministic, the tests hold a stream: on OpenCL
+ * a barrier on a user event, on CUDA a host function waiting for a flag
+ * (cuda_testutil.h), so nothing queued after it can run until the test
+ * releases it. Every test runs on opencl:0 and on cuda:0, for each backend
+ * that is built and has a device; skips (exit 77) when neither has one.
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep (cuda_testutil.h) */
 #include "testutil.h"
 
 #include "core/runtime.h"
 #include "core/tensor_impl.h"
 
+#if defined(CTORCH_TEST_OPENCL) || defined(CTORCH_TEST_CUDA)
 #ifdef CTORCH_TEST_OPENCL
 #include "backends/opencl/cl_internal.h"
+#endif
+#ifdef CTORCH_TEST_CUDA
+#include "cuda_testutil.h"
+#endif
 
 static ct_device g_dev;
 
 typedef struct hold {
+#ifdef CTORCH_TEST_OPENCL
     cl_event user;
+#endif
+#ifdef CTORCH_TEST_CUDA
+    ct_cu_gate *gate;
+#endif
+    int unused_;
 } hold;
 
 /* Block stream s: work enqueued on it after this waits for hold_release. */
 static hold hold_stream(ct_stream *s) {
-    hold h = {NULL};
+    hold h = {0};
+#ifdef CTORCH_TEST_CUDA
+    if (s->device.type == CT_DEVICE_CUDA) {
+        h.gate = ct_cu_hold(s);
+        return h;
+    }
+#endif
+#ifdef CTORCH_TEST_OPENCL
     cl_int err;
     h.user = clCreateUserEvent(ct_cl_context(s->device.index), &err);
     if (err == CL_SUCCESS) err = clEnqueueBarrierWithWaitList((cl_command_queue)s->handle, 1, &h.user, NULL);
     if (err == CL_SUCCESS) err = clFlush((cl_command_queue)s->handle);
     CT_EXPECT_MSG(err == CL_SUCCESS, "could not hold the stream (OpenCL error %d)", (int)err);
+#endif
     return h;
 }
 
 static void hold_release(hold h) {
-    clSetUserEventStatus(h.user, CL_COMPLETE);
-    clReleaseEvent(h.user);
+#ifdef CTORCH_TEST_CUDA
+    if (h.gate) {
+        ct_cu_gate_open(h.gate);
+        return;
+    }
+#endif
+#ifdef CTORCH_TEST_OPENCL
+    if (h.user) {
+        clSetUserEventStatus(h.user, CL_COMPLETE);
+        clReleaseEvent(h.user);
+    }
+#endif
 }
+
+/* "CUDA" or "OpenCL", as the allocator's messages name the device. */
+static const char *device_title(void) { return g_dev.type == CT_DEVICE_CUDA ? "CUDA" : "OpenCL"; }
 
 static int64_t stat(const char *key) {
     int64_t v = -1;
@@ -162,7 +197,9 @@ static void test_oom_under_fraction_recovers(void) {
     CT_EXPECT(a != NULL);
     ct_tensor *b = ct_empty(CT_SHAPE(48 << 20), .dtype = CT_UINT8, .device = g_dev);
     CT_EXPECT(b == NULL);
-    CT_EXPECT_ERROR(CT_ERR_OOM, "OpenCL out of memory. Tried to allocate 48.00 MiB");
+    char want[96];
+    snprintf(want, sizeof want, "%s out of memory. Tried to allocate 48.00 MiB", device_title());
+    CT_EXPECT_ERROR(CT_ERR_OOM, want);
     CT_EXPECT_INT_EQ(stat("num_ooms"), 1);
     CT_EXPECT_INT_EQ(stat("num_alloc_retries"), 1);
     ct_release(a);                                            /* free and continue */
@@ -203,23 +240,37 @@ static void test_non_blocking_from_pinned(void) {
     CT_EXPECT_INT_EQ(ct_host_empty_cache(), CT_OK);
 }
 
-int main(int argc, char **argv) {
-    ct_test_init(argc, argv);
-    if (ct_device_count(CT_DEVICE_OPENCL) == 0) {
-        printf("no OpenCL device: skipped\n");
-        return 77;
-    }
-    g_dev = ct_device_opencl(0);
+static int run_on(ct_device dev) {
+    char name[32];
+    g_dev = dev;
+    printf("-- on %s\n", ct_device_format(dev, name, sizeof name));
     CT_RUN(test_scripted_statistics);
     CT_RUN(test_streams_run_independently);
     CT_RUN(test_record_stream_delays_reuse);
     CT_RUN(test_oom_under_fraction_recovers);
     CT_RUN(test_non_blocking_from_pinned);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    ct_test_init(argc, argv);
+    int ran = 0;
+#ifdef CTORCH_TEST_OPENCL
+    if (ct_device_count(CT_DEVICE_OPENCL) > 0) ran += run_on(ct_device_opencl(0));
+#endif
+#ifdef CTORCH_TEST_CUDA
+    if (ct_device_count(CT_DEVICE_CUDA) > 0) ran += run_on(ct_device_cuda(0));
+#endif
+    ct_clear_error();
+    if (!ran) {
+        printf("no OpenCL or CUDA device: skipped\n");
+        return 77;
+    }
     return ct_test_finish();
 }
 #else
 int main(void) {
-    printf("built without the OpenCL backend: skipped\n");
+    printf("built without the OpenCL and CUDA backends: skipped\n");
     return 77;
 }
 #endif

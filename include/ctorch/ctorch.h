@@ -20,5 +20,6 @@
 #include "io.h"
 #include "data.h"
 #include "summary.h"
+#include "backends.h"
 
 #endif /* CTORCH_CTORCH_H */

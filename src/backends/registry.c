@@ -6,6 +6,12 @@
 #include "../core/backend.h"
 #include "ctorch/version.h"
 
+#ifdef CTORCH_HAVE_CUDA
+#include <cuda_runtime_api.h> /* CUDART_VERSION */
+#include <pthread.h>
+#include <stdio.h>
+#endif
+
 extern const ct_backend ct_cpu_backend;
 #ifdef CTORCH_HAVE_CUDA
 extern const ct_backend ct_cuda_backend;
@@ -27,20 +33,41 @@ const ct_backend *ct_backend_for(ct_device_type type) {
     }
 }
 
-const char *ct_build_info(void) {
-    return "ctorch " CTORCH_VERSION_STRING " (" CTORCH_BUILD_TYPE ")"
-           "; backends: cpu"
+/* "key: value" fields separated by "; " (tools/info parses them). */
+#define CT_BUILD_INFO                                          \
+    "ctorch " CTORCH_VERSION_STRING " (" CTORCH_BUILD_TYPE ")" \
+    "; backends: cpu" CT_BUILD_CUDA CT_BUILD_OPENCL "; blas: openblas" CT_BUILD_OPENMP
 #ifdef CTORCH_HAVE_CUDA
-           " cuda"
+#define CT_BUILD_CUDA " cuda"
+#else
+#define CT_BUILD_CUDA ""
 #endif
 #ifdef CTORCH_HAVE_OPENCL
-           " opencl"
-#endif
-           "; blas: openblas"
-#ifdef CTORCH_HAVE_OPENMP
-           "; openmp: yes"
+#define CT_BUILD_OPENCL " opencl"
 #else
-           "; openmp: no"
+#define CT_BUILD_OPENCL ""
 #endif
-        ;
+#ifdef CTORCH_HAVE_OPENMP
+#define CT_BUILD_OPENMP "; openmp: yes"
+#else
+#define CT_BUILD_OPENMP "; openmp: no"
+#endif
+
+#ifdef CTORCH_HAVE_CUDA
+/* Adds the CUDA runtime ctorch was compiled against, as torch.version.cuda,
+ * and the architectures its kernels were built for. */
+static char g_build_info[512];
+static pthread_once_t g_build_info_once = PTHREAD_ONCE_INIT;
+
+static void format_build_info(void) {
+    snprintf(g_build_info, sizeof g_build_info, "%s; cuda: %d.%d (architectures %s)", CT_BUILD_INFO,
+             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, CTORCH_CUDA_ARCHS);
 }
+
+const char *ct_build_info(void) {
+    pthread_once(&g_build_info_once, format_build_info);
+    return g_build_info;
+}
+#else
+const char *ct_build_info(void) { return CT_BUILD_INFO; }
+#endif

@@ -51,6 +51,32 @@ struct ct_backend_conv {
     ct_status (*im2col)(const ct_kview *cols, const ct_kview *im, const ct_conv2d_geom *geom);
     /* im = the adjoint of im2col applied to cols (overwrites im). */
     ct_status (*col2im)(const ct_kview *im, const ct_kview *cols, const ct_conv2d_geom *geom);
+
+    /* ---- whole convolutions (optional; NULL: not provided) ----
+     * A backend with a convolution library (cuDNN) takes a whole step of
+     * conv2d here; src/ops/conv.c tries these first and composes im2col,
+     * col2im and matmul when an entry is NULL or declines.
+     *  - views: x [N, C, H, W], w [O, C/groups, kH, kW], y [N, O, OH, OW],
+     *    all CONTIGUOUS (offset may be non-zero) and of one dtype: float32,
+     *    float64, float16 or bfloat16 (the operands' own, not widened);
+     *    geom->batch is N >= 1 and geom describes the whole batch;
+     *  - the output view (y, dx or dw) is freshly allocated; the entry
+     *    writes every element of it;
+     *  - declining: an entry returns CT_ERR_UNSUPPORTED WITHOUT calling
+     *    ct_error_set (a case the library does not cover, or the library
+     *    switched off or absent), having written nothing but possibly its
+     *    output view, which the core then discards for the im2col path.
+     *    Any other failure sets an error as usual. */
+    /* y = conv2d(x, w) without bias (the core adds the bias). */
+    ct_status (*conv2d_forward)(const ct_kview *y, const ct_kview *x, const ct_kview *w,
+                                const ct_conv2d_geom *geom, int64_t groups);
+    /* dx = the gradient of conv2d with respect to its input, given dy. */
+    ct_status (*conv2d_backward_input)(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
+                                       const ct_conv2d_geom *geom, int64_t groups);
+    /* dw = the gradient of conv2d with respect to its weight, given dy
+     * (summed over the batch). */
+    ct_status (*conv2d_backward_weight)(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
+                                        const ct_conv2d_geom *geom, int64_t groups);
 };
 
 #endif /* CT_CORE_BACKEND_CONV_H */

@@ -146,6 +146,45 @@ struct ct_backend_nn {
     ct_status (*embedding_backward)(const ct_kview *grad_weight, const ct_kview *grad_out,
                                     const ct_kview *offsets, const ct_kview *positions,
                                     int64_t padding_idx);
+
+    /* ---- whole batch norm (optional; NULL: not provided) ----
+     * For a backend with a normalisation library (cuDNN). src/ops/nn_norm.c
+     * tries these first and composes the primitives above when an entry is
+     * NULL or declines. Views as for the primitives (x views [N, C, S],
+     * stat views [C], all contiguous); weight and bias are NULL when the
+     * caller has none. Declining: return CT_ERR_UNSUPPORTED WITHOUT calling
+     * ct_error_set, before enqueuing anything or touching any view (a case
+     * the library does not cover, or the library switched off or absent).
+     * (Pooling needs no entries here: the pooling entries above already
+     * take a whole operation, so a backend can route them to a library.) */
+
+    /* Training: out normalised with the batch statistics, save_mean = the
+     * batch mean, save_invstd = 1/sqrt(biased var + eps), and when
+     * running_mean/running_var are given (both or neither) they are updated
+     * in place: r = (1 - momentum) * r + momentum * batch statistic, with
+     * the unbiased variance (times M / (M - 1)) for running_var. */
+    ct_status (*batch_norm_forward_training)(const ct_kview *out, const ct_kview *save_mean,
+                                             const ct_kview *save_invstd,
+                                             const ct_kview *running_mean,
+                                             const ct_kview *running_var, const ct_kview *in,
+                                             const ct_kview *weight, const ct_kview *bias,
+                                             int64_t n, int64_t c, int64_t s, double momentum,
+                                             double eps);
+    /* Evaluation: out = (in - mean[c]) / sqrt(var[c] + eps) * weight[c] +
+     * bias[c] with the given (running) statistics. */
+    ct_status (*batch_norm_forward_inference)(const ct_kview *out, const ct_kview *in,
+                                              const ct_kview *mean, const ct_kview *var,
+                                              const ct_kview *weight, const ct_kview *bias,
+                                              int64_t n, int64_t c, int64_t s, double eps);
+    /* Backward with batch statistics: grad_in (as batch_norm_backward_apply
+     * with batch_stats), grad_weight[c] = sum(dy * (x - mean) * invstd) and
+     * grad_bias[c] = sum(dy) (stat dtype), all three written, from the
+     * forward's save_mean/save_invstd. */
+    ct_status (*batch_norm_backward)(const ct_kview *grad_in, const ct_kview *grad_weight,
+                                     const ct_kview *grad_bias, const ct_kview *grad_out,
+                                     const ct_kview *in, const ct_kview *save_mean,
+                                     const ct_kview *save_invstd, const ct_kview *weight,
+                                     int64_t n, int64_t c, int64_t s);
 };
 
 /* The tables, for the backend tables' `.nn` members. */

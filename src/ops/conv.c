@@ -370,11 +370,74 @@ static ct_tensor *finish(const conv_plan *pl, ct_tensor *t, ct_dtype dt) {
     return s;
 }
 
+/* ---- whole convolutions of the backend (backend_conv.h: cuDNN) --------------------------- */
+
+/* t as a batched ([N, ...]) contiguous tensor in its own dtype. */
+static ct_tensor *batched_contiguous(const conv_plan *pl, const ct_tensor *t) {
+    ct_tensor *c = cti_contiguous(t);
+    if (!c || !pl->unbatched) return c;
+    ct_tensor *u = cti_unsqueeze(c, 0);
+    ct_decref(c);
+    return u;
+}
+
+/* A whole-convolution entry of the backend (NULL: none). */
+typedef ct_status (*whole_conv_fn)(const ct_kview *out, const ct_kview *a, const ct_kview *b,
+                                   const ct_conv2d_geom *geom, int64_t groups);
+
+/* A new contiguous tensor of `shape` (the operands' dtype) computed by fn
+ * from a and b. *declined (nothing computed, no error) when fn is NULL or
+ * declines: the caller then takes the im2col path. */
+static ct_tensor *run_whole(const conv_plan *pl, whole_conv_fn fn, const int64_t shape[4],
+                            const ct_tensor *a, const ct_tensor *b, bool *declined) {
+    *declined = true;
+    if (!fn || pl->n == 0) return NULL;
+    ct_tensor *out = cti_empty(shape, 4, pl->dtype, a->storage->device);
+    if (!out) {
+        *declined = false;
+        return NULL;
+    }
+    const ct_conv2d_geom g = geom_of(pl, pl->n);
+    ct_kview ko = ct_kview_of(out), ka = ct_kview_of(a), kb = ct_kview_of(b);
+    ct_status st = fn(&ko, &ka, &kb, &g, pl->groups);
+    *declined = st == CT_ERR_UNSUPPORTED;
+    if (st == CT_OK) return out;
+    ct_decref(out);
+    return NULL;
+}
+
+/* The forward through the backend's conv2d_forward, bias added here and
+ * in the operands' dtype; *declined as run_whole. */
+static ct_tensor *forward_whole(const conv_plan *pl, const ct_tensor *input, const ct_tensor *weight,
+                                const ct_tensor *bias, bool *declined) {
+    const struct ct_backend_conv *cv = cti_backend(input)->conv;
+    *declined = true;
+    if (!cv || !cv->conv2d_forward || pl->n == 0 || !ct_dtype_is_floating(pl->dtype)) return NULL;
+    ct_tensor *x = batched_contiguous(pl, input), *w = cti_contiguous(weight);
+    const int64_t shape[4] = {pl->n, pl->o, pl->oh, pl->ow};
+    ct_tensor *out = x && w ? run_whole(pl, cv->conv2d_forward, shape, x, w, declined) : NULL;
+    if (!x || !w) *declined = false;
+    ct_decref(x);
+    ct_decref(w);
+    if (out && bias) {
+        const int64_t bshape[3] = {pl->o, 1, 1};
+        ct_tensor *b3 = cti_view(bias, bshape, 3);
+        ct_tensor *sum = cti_binary(CT_BIN_ADD, out, b3, 1.0);
+        ct_decref(b3);
+        ct_decref(out);
+        out = sum;
+    }
+    return out;
+}
+
 ct_tensor *cti_conv2d_forward(const ct_tensor *input, const ct_tensor *weight,
                               const ct_tensor *bias, const cti_conv2d_params *p) {
     if (!input || !weight) return NULL;
     conv_plan pl;
     if (!plan_conv("conv2d", input, weight, bias, p, &pl)) return NULL;
+    bool declined;
+    ct_tensor *whole = forward_whole(&pl, input, weight, bias, &declined);
+    if (!declined) return finish(&pl, whole, pl.dtype);
     ct_tensor *x = batched_compute(&pl, input);
     ct_tensor *w = cti_cast(weight, pl.compute);
     ct_tensor *b = bias ? cti_cast(bias, pl.compute) : NULL;
@@ -556,6 +619,34 @@ static bool check_grad_out(const conv_plan *pl, const ct_tensor *grad_out, const
     return true;
 }
 
+/* The gradients the backend's whole-convolution entries take: *dx and *gw
+ * (operands' dtype) for those wanted; each left NULL when its entry is
+ * missing or declines (the im2col path then computes it). False on error. */
+static bool backward_whole(const conv_plan *pl, const ct_tensor *grad_out, const ct_tensor *input,
+                           const ct_tensor *weight, ct_tensor **dx, ct_tensor **gw) {
+    const struct ct_backend_conv *cv = cti_backend(input)->conv;
+    if (!cv || pl->n == 0 || !ct_dtype_is_floating(pl->dtype) ||
+        !(cv->conv2d_backward_input || cv->conv2d_backward_weight))
+        return true;
+    ct_tensor *gy = batched_contiguous(pl, grad_out), *x = batched_contiguous(pl, input),
+              *w = cti_contiguous(weight);
+    bool ok = gy && x && w, declined = true;
+    if (ok && dx) {
+        const int64_t shape[4] = {pl->n, pl->c, pl->h, pl->w};
+        *dx = run_whole(pl, cv->conv2d_backward_input, shape, gy, w, &declined);
+        ok = *dx || declined;
+    }
+    if (ok && gw) {
+        const int64_t shape[4] = {pl->o, pl->cg, pl->kh, pl->kw};
+        *gw = run_whole(pl, cv->conv2d_backward_weight, shape, gy, x, &declined);
+        ok = *gw || declined;
+    }
+    ct_decref(gy);
+    ct_decref(x);
+    ct_decref(w);
+    return ok;
+}
+
 static void set_null(ct_tensor **a, ct_tensor **b, ct_tensor **c) {
     if (a) *a = NULL;
     if (b) *b = NULL;
@@ -591,6 +682,11 @@ ct_status cti_conv2d_backward(const ct_tensor *grad_out, const ct_tensor *input,
     ct_tensor *dx = NULL, *gw = NULL, *gb = NULL;
     ct_tensor **want_dx = grad_input ? &dx : NULL, **want_gw = grad_weight ? &gw : NULL;
     bool ok = gy && x && w;
+    if (ok && (want_dx || want_gw) && pl.n > 0) {
+        ok = backward_whole(&pl, grad_out, input, weight, want_dx, want_gw);
+        if (dx) want_dx = NULL; /* the backend computed it */
+        if (gw) want_gw = NULL;
+    }
     if (ok && (want_dx || want_gw))
         ok = pl.n == 0 ? backward_empty(&pl, x, want_dx, want_gw)
                        : backward_compute(&pl, gy, x, w, want_dx, want_gw);

@@ -165,6 +165,74 @@ static ct_status norm_stats(const ct_tensor *x, ct_tensor *rm, ct_tensor *rv, bo
     return *mean && *invstd ? CT_OK : ct_last_status();
 }
 
+/* ---- batch norm: whole operations of the backend (backend_nn.h: cuDNN) ----------------- */
+
+/* A running statistic as the contiguous stat-dtype [C] buffer the backend
+ * updates in place (NULL passes through). */
+static ct_tensor *running_buffer(const ct_tensor *running, ct_dtype sd, int64_t c) {
+    return running ? as_vector(running, sd, c) : NULL;
+}
+
+/* Write an updated buffer back when it is a copy of the caller's tensor. */
+static ct_status write_back(ct_tensor *running, const ct_tensor *buffer) {
+    if (!running || buffer->storage == running->storage) return CT_OK;
+    ct_tensor *shaped = cti_reshape(buffer, running->shape, running->ndim);
+    ct_status st = shaped ? cti_copy(running, shaped) : ct_last_status();
+    ct_decref(shaped);
+    return st;
+}
+
+/* The forward through the backend's whole batch-norm entries. t holds
+ * x, weight, bias (as in cti_batch_norm_forward); on success t[1], t[2]
+ * and t[5] get mean, invstd and out. *declined (nothing done, no error)
+ * when the backend has no entry or declines. */
+static ct_status bn_forward_whole(ct_tensor **t, ct_tensor *rm, ct_tensor *rv, bool training,
+                                  double momentum, double eps, bool *declined) {
+    const struct ct_backend_nn *nn = cti_backend(t[0])->nn;
+    int64_t n, c, s;
+    nc_s(t[0], &n, &c, &s);
+    *declined = true;
+    const bool has_entry = training ? nn && nn->batch_norm_forward_training
+                                    : nn && nn->batch_norm_forward_inference;
+    if (!has_entry || n * c * s == 0) return CT_OK;
+    const ct_dtype sd = cti_nn_stat_dtype(t[0]->dtype);
+    const ct_device dev = t[0]->storage->device;
+    /* running mean, running var, out, mean, invstd */
+    ct_tensor *r[5] = {running_buffer(rm, sd, c), running_buffer(rv, sd, c), cti_empty_like(t[0]),
+                       training ? cti_empty(&c, 1, sd, dev) : NULL,
+                       training ? cti_empty(&c, 1, sd, dev) : NULL};
+    ct_status st = (r[0] || !rm) && (r[1] || !rv) && r[2] && (!training || (r[3] && r[4]))
+                       ? CT_OK : ct_last_status();
+    if (st != CT_OK) *declined = false;
+    ct_kview k[8];
+    if (st == CT_OK) {
+        k[0] = ct_kview_of(r[2]), k[1] = ct_kview_of(t[0]);
+        const ct_kview *kw = cti_nn_kview(t[3], &k[2]), *kb = cti_nn_kview(t[4], &k[3]),
+                       *krm = cti_nn_kview(r[0], &k[4]), *krv = cti_nn_kview(r[1], &k[5]);
+        if (training) {
+            k[6] = ct_kview_of(r[3]), k[7] = ct_kview_of(r[4]);
+            st = nn->batch_norm_forward_training(&k[0], &k[6], &k[7], krm, krv, &k[1], kw, kb, n, c, s,
+                                                 momentum, eps);
+        } else {
+            st = nn->batch_norm_forward_inference(&k[0], &k[1], krm, krv, kw, kb, n, c, s, eps);
+        }
+        *declined = st == CT_ERR_UNSUPPORTED;
+    }
+    if (st == CT_OK && training) st = write_back(rm, r[0]);
+    if (st == CT_OK && training) st = write_back(rv, r[1]);
+    if (st == CT_OK && !training) { /* the evaluation statistics, for the backward */
+        r[3] = ct_retain(r[0]);
+        r[4] = inverse_std(r[1], eps);
+        if (!r[4]) st = ct_last_status();
+    }
+    if (st == CT_OK) {
+        t[5] = r[2], t[1] = r[3], t[2] = r[4];
+        r[2] = r[3] = r[4] = NULL;
+    }
+    cti_nn_release(r, 5);
+    return *declined ? CT_OK : st;
+}
+
 ct_tensor *cti_batch_norm_forward(const ct_tensor *input, ct_tensor *running_mean,
                                   ct_tensor *running_var, const ct_tensor *weight,
                                   const ct_tensor *bias, bool training, double momentum,
@@ -179,10 +247,13 @@ ct_tensor *cti_batch_norm_forward(const ct_tensor *input, ct_tensor *running_mea
     ct_tensor *t[6] = {cti_contiguous(input), NULL, NULL, as_vector(weight, sd, c),
                        as_vector(bias, sd, c), NULL};
     ct_status st = t[0] && (t[3] || !weight) && (t[4] || !bias) ? CT_OK : ct_last_status();
+    bool declined = true;
     if (st == CT_OK)
+        st = bn_forward_whole(t, running_mean, running_var, training, momentum, eps, &declined);
+    if (st == CT_OK && declined)
         st = norm_stats(t[0], running_mean, running_var, training, momentum, eps, &t[1], &t[2]);
-    if (st == CT_OK) st = (t[5] = cti_empty_like(t[0])) ? CT_OK : ct_last_status();
-    if (st == CT_OK && n * c * s > 0) {
+    if (st == CT_OK && declined) st = (t[5] = cti_empty_like(t[0])) ? CT_OK : ct_last_status();
+    if (st == CT_OK && declined && n * c * s > 0) {
         ct_kview ko = ct_kview_of(t[5]), kx = ct_kview_of(t[0]), km = ct_kview_of(t[1]),
                  ki = ct_kview_of(t[2]), kw, kb;
         st = CTI_NN_CALL(t[0], batch_norm_apply, "batch_norm", &ko, &kx, &km, &ki,
@@ -238,6 +309,33 @@ static ct_status bn_reduce(const ct_tensor *dy, const ct_tensor *x, const ct_ten
                        &km, n, c, s);
 }
 
+/* The backward with batch statistics through the backend's whole entry:
+ * res[0..2] = grad_input (x dtype), grad_weight and grad_bias (stat dtype,
+ * [C]), all computed. t as in cti_batch_norm_backward. *declined (nothing
+ * done, no error) when the backend has no entry or declines. */
+static ct_status bn_backward_whole(ct_tensor **t, ct_tensor **res, bool *declined) {
+    const struct ct_backend_nn *nn = cti_backend(t[1])->nn;
+    int64_t n, c, s;
+    nc_s(t[1], &n, &c, &s);
+    *declined = true;
+    if (!nn || !nn->batch_norm_backward || n * c * s == 0) return CT_OK;
+    const ct_device dev = t[1]->storage->device;
+    res[0] = cti_empty_like(t[0]);
+    res[1] = cti_empty(&c, 1, t[2]->dtype, dev);
+    res[2] = cti_empty(&c, 1, t[2]->dtype, dev);
+    ct_status st = res[0] && res[1] && res[2] ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        ct_kview k0 = ct_kview_of(res[0]), k1 = ct_kview_of(res[1]), k2 = ct_kview_of(res[2]),
+                 kg = ct_kview_of(t[0]), kx = ct_kview_of(t[1]), km = ct_kview_of(t[2]),
+                 ki = ct_kview_of(t[3]), kw;
+        st = nn->batch_norm_backward(&k0, &k1, &k2, &kg, &kx, &km, &ki, cti_nn_kview(t[4], &kw), n, c,
+                                     s);
+    }
+    *declined = st == CT_ERR_UNSUPPORTED && res[0] && res[1] && res[2];
+    if (st != CT_OK) cti_nn_release(res, 3);
+    return *declined ? CT_OK : st;
+}
+
 ct_status cti_batch_norm_backward(const ct_tensor *grad_output, const ct_tensor *input,
                                   const ct_tensor *weight, const ct_tensor *save_mean,
                                   const ct_tensor *save_invstd, bool batch_stats,
@@ -257,6 +355,19 @@ ct_status cti_batch_norm_backward(const ct_tensor *grad_output, const ct_tensor 
                        as_vector(weight, sd, c), NULL, NULL};
     ct_tensor *res[3] = {NULL, NULL, NULL};
     ct_status st = t[0] && t[1] && t[2] && t[3] && (t[4] || !weight) ? CT_OK : ct_last_status();
+    bool declined = true;
+    if (st == CT_OK && batch_stats && (grad_input || grad_weight || grad_bias))
+        st = bn_backward_whole(t, res, &declined);
+    if (st == CT_OK && !declined) {
+        const ct_dtype pdt = weight ? weight->dtype : dt;
+        for (int i = 1; i < 3 && st == CT_OK; i++) {
+            res[i] = param_grad(res[i], &c, 1, pdt);
+            if (!res[i]) st = ct_last_status();
+        }
+        cti_nn_release(t, 7);
+        ct_tensor **outs[3] = {grad_input, grad_weight, grad_bias};
+        return finish_outs(st, outs, res);
+    }
     if (st == CT_OK && ((batch_stats && grad_input) || grad_weight || grad_bias))
         st = bn_reduce(t[0], t[1], t[2], &t[5], &t[6]);
     if (st == CT_OK && grad_input) {

@@ -95,6 +95,8 @@ static void copy_convert_inner(char **p, const int64_t *s, int64_t n, void *vctx
         for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(const double *)(p[1] + i * s[1]);
     } else if (c->dst == CT_FLOAT64 && c->src == CT_FLOAT32) {
         for (int64_t i = 0; i < n; i++) *(double *)(p[0] + i * s[0]) = *(const float *)(p[1] + i * s[1]);
+    } else if (c->dst == CT_FLOAT32 && (c->src == CT_BOOL || c->src == CT_UINT8)) {
+        for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(const uint8_t *)(p[1] + i * s[1]);
     } else if (ct_dtype_is_integral(c->dst, true) && ct_dtype_is_integral(c->src, true)) {
         for (int64_t i = 0; i < n; i++)
             ct_cpu_store_i64(p[0] + i * s[0], c->dst, ct_cpu_load_i64(p[1] + i * s[1], c->src));

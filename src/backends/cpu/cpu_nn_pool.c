@@ -10,7 +10,11 @@
  * of the device kernels' gathers): the results never depend on the thread
  * count. float16/bfloat16 planes are converted to float scratch planes
  * around the float kernel. Average pooling forward sums in double.
+ * Max pooling forward runs branch-free, vectorised kernels (2×2 windows of
+ * stride 2 get their own): compares on real data go either way at random,
+ * so a branch per element costs more than the arithmetic.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "../../core/backend_nn.h"
@@ -146,6 +150,126 @@ static int64_t adaptive_end(int64_t o, int64_t out, int64_t in) {
 DEFINE_POOL_PLANES(float, f32)
 DEFINE_POOL_PLANES(double, f64)
 
+/* ---- 2×2 windows with stride 2, no padding (max_pool2d(x, 2)) ------------------------
+ * The common case of CNNs, worth its own forward kernel: every window lies
+ * inside the plane, so each output is four loads and three selects, with
+ * the same choice rule as max_plane (the first maximum, or the last NaN;
+ * candidates in row-major order). Written as selects over a block of a row,
+ * which gcc vectorises; branches would be mispredicted on every other
+ * element of real data. The winner's position (0..3) is kept in a small
+ * integer buffer and turned into h * W + w by a second loop. The backward
+ * stays the generic scatter: it is already branch-free. */
+
+/* Does the geometry use the 2×2 kernels: 2×2, stride 2, no padding, no
+ * dilation, and every window whole (ceil_mode may add partial ones)? */
+static bool is_pool2x2(const ct_pool2d_geom *g) {
+    for (int d = 0; d < 2; d++)
+        if (g->kernel[d] != 2 || g->stride[d] != 2 || g->padding[d] != 0 ||
+            g->dilation[d] != 1 || 2 * g->out_size[d] > g->in_size[d])
+            return false;
+    return true;
+}
+
+/* Outputs of one row handled per pass of the 2×2 kernel. */
+#define POOL2X2_BLOCK 64
+
+/* K is an integer type as wide as T, so that the select loop vectorises. */
+#define DEFINE_POOL2X2_PLANE(T, K, SFX)                                                       \
+    static void max2x2_plane_##SFX(const T *x, T *y, int64_t *ind, const ct_pool2d_geom *g) { \
+        const int64_t W = g->in_size[1], OH = g->out_size[0], OW = g->out_size[1];            \
+        K pos[POOL2X2_BLOCK];                                                                 \
+        for (int64_t oh = 0; oh < OH; oh++) {                                                 \
+            for (int64_t o0 = 0; o0 < OW; o0 += POOL2X2_BLOCK) {                              \
+                const int64_t n = min_i64(POOL2X2_BLOCK, OW - o0);                            \
+                const T *restrict r0 = x + 2 * (oh * W + o0), *restrict r1 = r0 + W;          \
+                T *restrict yr = y + oh * OW + o0;                                            \
+                K *restrict kr = pos;                                                         \
+                for (int64_t i = 0; i < n; i++) {                                             \
+                    const T b = r0[2 * i + 1], c = r1[2 * i], d = r1[2 * i + 1];              \
+                    T m = r0[2 * i];                                                          \
+                    K k = 0;                                                                  \
+                    bool t = b > m || b != b;                                                 \
+                    m = t ? b : m, k = t ? 1 : k;                                             \
+                    t = c > m || c != c;                                                      \
+                    m = t ? c : m, k = t ? 2 : k;                                             \
+                    t = d > m || d != d;                                                      \
+                    m = t ? d : m, k = t ? 3 : k;                                             \
+                    yr[i] = m, kr[i] = k;                                                     \
+                }                                                                             \
+                if (!ind) continue;                                                           \
+                int64_t *restrict ir = ind + oh * OW + o0;                                    \
+                const int64_t base = 2 * (oh * W + o0);                                       \
+                for (int64_t i = 0; i < n; i++)                                               \
+                    ir[i] = base + 2 * i + (kr[i] & 1) + (kr[i] >> 1) * W;                   \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+DEFINE_POOL2X2_PLANE(float, int32_t, f32)
+DEFINE_POOL2X2_PLANE(double, int64_t, f64)
+
+/* ---- other max pooling windows ---------------------------------------------------------
+ * Row blocks of outputs, one kernel tap at a time: the outputs whose tap
+ * lies inside the image form one interval (as in cpu_conv.h), over which
+ * the running maxima and their positions are updated with selects that
+ * gcc vectorises. Each output still sees its taps in row-major order, from
+ * its first in-bounds element, so the choice is max_plane's exactly.
+ * Positions are kept in K (as wide as T) while the plane's size fits it;
+ * larger planes take max_plane. */
+
+static int64_t ceil_div_i64(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) { return min_i64(max_i64(v, lo), hi); }
+
+#define DEFINE_POOL_ROWS(T, K, K_MAX, SFX)                                                    \
+    static void max_rows_##SFX(const T *x, T *y, int64_t *ind, const ct_pool2d_geom *g) {     \
+        const int64_t H = g->in_size[0], W = g->in_size[1], OW = g->out_size[1];              \
+        const int64_t sh = g->stride[0], sw = g->stride[1], ph = g->padding[0];               \
+        const int64_t pw = g->padding[1], dh = g->dilation[0], dw = g->dilation[1];           \
+        if (H * W > (int64_t)K_MAX) {                                                         \
+            max_plane_##SFX(x, y, ind, g);                                                    \
+            return;                                                                           \
+        }                                                                                     \
+        T m[POOL2X2_BLOCK];                                                                   \
+        K best[POOL2X2_BLOCK];                                                                \
+        for (int64_t oh = 0; oh < g->out_size[0]; oh++) {                                     \
+            const int64_t hs = oh * sh - ph;                                                  \
+            int64_t hf = hs; /* the first row inside the image */                             \
+            while (hf < 0) hf += dh;                                                          \
+            for (int64_t o0 = 0; o0 < OW; o0 += POOL2X2_BLOCK) {                              \
+                const int64_t n = min_i64(POOL2X2_BLOCK, OW - o0);                            \
+                for (int64_t i = 0; i < n; i++) {                                             \
+                    int64_t wf = (o0 + i) * sw - pw;                                          \
+                    while (wf < 0) wf += dw;                                                  \
+                    m[i] = -INFINITY, best[i] = (K)(hf * W + wf);                             \
+                }                                                                             \
+                for (int64_t a = 0; a < g->kernel[0]; a++) {                                  \
+                    const int64_t h = hs + a * dh;                                            \
+                    if (h < 0 || h >= H) continue;                                            \
+                    for (int64_t b = 0; b < g->kernel[1]; b++) {                              \
+                        const int64_t shift = b * dw - pw;                                    \
+                        const int64_t lo = clamp_i64(ceil_div_i64(-shift, sw), o0, o0 + n);   \
+                        const int64_t hi = clamp_i64(ceil_div_i64(W - shift, sw), lo, o0 + n); \
+                        const T *restrict row = x + h * W + shift + o0 * sw;                  \
+                        const K base = (K)(h * W + shift + o0 * sw);                          \
+                        for (int64_t i = lo - o0; i < hi - o0; i++) {                         \
+                            const T v = row[i * sw], mm = m[i];                               \
+                            const bool t = v > mm || v != v;                                  \
+                            m[i] = t ? v : mm;                                                \
+                            best[i] = t ? base + (K)(i * sw) : best[i];                       \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+                T *restrict yr = y + oh * OW + o0;                                            \
+                for (int64_t i = 0; i < n; i++) yr[i] = m[i];                                 \
+                if (ind)                                                                      \
+                    for (int64_t i = 0; i < n; i++) ind[oh * OW + o0 + i] = best[i];          \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+DEFINE_POOL_ROWS(float, int32_t, INT32_MAX, f32)
+DEFINE_POOL_ROWS(double, int64_t, INT64_MAX, f64)
+
 /* ---- running plane kernels over all planes ----------------------------------------------- */
 
 typedef struct plane_kernel {
@@ -221,8 +345,10 @@ static int64_t window_work(const ct_pool2d_geom *g) {
 
 ct_status ct_cpu_max_pool2d(const ct_kview *out, const ct_kview *indices, const ct_kview *in,
                             const ct_pool2d_geom *g) {
-    static const plane_kernel k = {max_plane_f32, max_plane_f64, "max_pool2d"};
-    return run_planes(&k, out, in, indices, in_plane(g), out_plane(g), g, window_work(g));
+    static const plane_kernel k = {max_rows_f32, max_rows_f64, "max_pool2d"};
+    static const plane_kernel k2 = {max2x2_plane_f32, max2x2_plane_f64, "max_pool2d"};
+    return run_planes(is_pool2x2(g) ? &k2 : &k, out, in, indices, in_plane(g), out_plane(g), g,
+                      window_work(g));
 }
 
 ct_status ct_cpu_max_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,

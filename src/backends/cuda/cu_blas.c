@@ -1,0 +1,291 @@
+/*
+ * cu_blas.c — the CUDA backend's matmul (backend.h's contract: out [B, M, N]
+ * contiguous = a [B, M, K] @ b [B, K, N], operands with any strides, batch
+ * stride 0 when broadcast), mirroring the OpenCL one in cl_data.c.
+ *
+ * Floating dtypes go through cuBLAS (loaded by cu_dl.c). cuBLAS is
+ * column-major, so the row-major product C = A·B is computed as
+ * C^T = B^T·A^T: a row-major matrix read "as stored" is its own transpose
+ * to cuBLAS (CUBLAS_OP_N), one read "transposed" needs CUBLAS_OP_T.
+ * Operands whose strides fit neither layout are packed first, exactly where
+ * the OpenCL backend packs. float16/bfloat16 run natively in cuBLAS with
+ * float32 accumulation and no reduced-precision split-K reductions, so the
+ * result is rounded once as on the other backends. float32 may use TF32
+ * when ct_backends_cuda_matmul_set_allow_tf32(true) (PyTorch's
+ * allow_tf32). Integer dtypes use the portable kernel of
+ * src/kernels/matmul_int.kh, launched through the CUDA runtime.
+ *
+ * cuBLAS runs with a workspace of ours per (handle, stream): cuBLAS
+ * documents that this keeps results reproducible when several streams are
+ * in use, which is what makes ct_use_deterministic_algorithms cover GEMMs.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "ctorch/backends.h"
+#include "cu_dl.h"
+
+/* The portable integer kernel's host stub (cu_kernels.cu, extern "C");
+ * only its address is used, to launch it. */
+extern void ct_k_matmul_int(void);
+
+/* Same layout as ct_kmm in src/kernels/matmul_int.kh. */
+typedef struct cu_kmm {
+    int64_t batch, m, n, k;
+    int64_t a_off, a_sb, a_sr, a_sc;
+    int64_t b_off, b_sb, b_sr, b_sc;
+    int64_t c_off;
+    int64_t dtype;
+} cu_kmm;
+
+/* One operand: element (b, r, c) at off + b*sb + r*sr + c*sc elements of
+ * the segment at base. */
+typedef struct mm_side {
+    void *base;
+    int64_t off, sb, sr, sc;
+} mm_side;
+
+typedef struct mm_dims {
+    int64_t batch, m, n, k;
+} mm_dims;
+
+static mm_side side_of(const ct_kview *v) {
+    mm_side s = {v->data, v->offset, v->strides[0], v->strides[1], v->strides[2]};
+    return s;
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static void *element_ptr(void *base, int64_t off, ct_dtype dt) {
+    return (char *)base + off * (int64_t)ct_dtype_size(dt);
+}
+
+/* How cuBLAS reads a row-major rows×cols matrix with these strides: as
+ * stored (element (r, c) at r*ld + c: CUBLAS_OP_N in the transposed
+ * product) or transposed (at c*ld + r: CUBLAS_OP_T); false when neither
+ * fits. The same rule as the CPU and OpenCL backends. */
+static bool gemm_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, cublasOperation_t *op,
+                        int64_t *ld) {
+    if ((cols == 1 || sc == 1) && (rows == 1 || sr >= max64(1, cols))) {
+        *op = CUBLAS_OP_N;
+        *ld = rows == 1 ? max64(1, cols) : sr;
+        return true;
+    }
+    if ((rows == 1 || sr == 1) && (cols == 1 || sc >= max64(1, rows))) {
+        *op = CUBLAS_OP_T;
+        *ld = cols == 1 ? max64(1, rows) : sc;
+        return true;
+    }
+    return false;
+}
+
+/* A contiguous copy of an operand's [nb, rows, cols] matrices (one matrix
+ * when the operand is broadcast over the batch), in a temporary tensor from
+ * the caching allocator: released right after the GEMM is enqueued, its
+ * block is reused only by later work on the same stream. */
+static ct_status pack(int dev, const ct_kview *v, const mm_dims *dims, int64_t rows, int64_t cols,
+                      ct_tensor **holder, mm_side *out) {
+    const int64_t nb = (dims->batch == 1 || v->strides[0] == 0) ? 1 : dims->batch;
+    const int64_t shape[3] = {nb, rows, cols};
+    *holder = cti_empty(shape, 3, v->dtype, ct_device_cuda(dev));
+    if (!*holder) return ct_last_status();
+    ct_kview src = *v, dst = ct_kview_of(*holder);
+    src.shape[0] = nb;
+    CT_TRY(ct_cu_copy(&dst, &src));
+    mm_side s = {dst.data, dst.offset, nb == 1 ? 0 : rows * cols, cols, 1};
+    *out = s;
+    return CT_OK;
+}
+
+/* The calling thread's current stream of dev (ct_cu_stream gives NULL
+ * only with an error set; it also makes dev the thread's device). */
+static ct_status current_stream(int dev, cudaStream_t *out) {
+    *out = ct_cu_stream(dev);
+    if (*out) return CT_OK;
+    ct_status st = ct_last_status();
+    return st != CT_OK ? st : ct_error_set(CT_ERR_INTERNAL, "matmul: cuda:%d has no current stream", dev);
+}
+
+/* ---- workspaces ---------------------------------------------------------------------------- */
+
+typedef struct workspace {
+    cublasHandle_t handle;
+    cudaStream_t stream;
+    void *ptr; /* NULL: cudaMalloc failed; cuBLAS keeps its own pool */
+    size_t size;
+    struct workspace *next;
+} workspace;
+
+static pthread_mutex_t g_ws_lock = PTHREAD_MUTEX_INITIALIZER;
+static workspace *g_workspaces;
+
+/* PyTorch's default cuBLAS workspace sizes: 32 MiB on Hopper and newer,
+ * 2 x 4 MiB + 8 x 16 KiB before. */
+static size_t workspace_size(int dev) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        major = 0;
+    }
+    return major >= 9 ? (size_t)32 << 20 : ((size_t)8 << 20) + ((size_t)128 << 10);
+}
+
+/* The workspace of (handle, stream), allocated on first use and kept (a
+ * handle is used by one thread at a time, so no two GEMMs share one). */
+static workspace *workspace_for(int dev, cublasHandle_t handle, cudaStream_t stream) {
+    pthread_mutex_lock(&g_ws_lock);
+    workspace *w = g_workspaces;
+    while (w && !(w->handle == handle && w->stream == stream)) w = w->next;
+    pthread_mutex_unlock(&g_ws_lock);
+    if (w) return w;
+    w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->handle = handle;
+    w->stream = stream;
+    w->size = workspace_size(dev);
+    if (cudaMalloc(&w->ptr, w->size) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not fatal: cuBLAS falls back to its own pool */
+        w->ptr = NULL;
+        w->size = 0;
+    }
+    pthread_mutex_lock(&g_ws_lock);
+    w->next = g_workspaces;
+    g_workspaces = w;
+    pthread_mutex_unlock(&g_ws_lock);
+    return w;
+}
+
+/* The calling thread's cuBLAS handle for dev, bound to the current stream
+ * with its workspace and the math mode for this call. */
+static ct_status blas_handle(int dev, cublasHandle_t *out) {
+    const ct_cublas_api *api = ct_cu_cublas("matmul");
+    if (!api) return ct_last_status();
+    cudaStream_t stream;
+    CT_TRY(current_stream(dev, &stream));
+    cublasHandle_t h;
+    CT_TRY(ct_cu_cublas_handle(dev, stream, "matmul", &h));
+    workspace *w = workspace_for(dev, h, stream); /* after cublasSetStream, which resets it */
+    if (w && w->ptr)
+        CT_TRY(ct_cu_cublas_error(api->cublasSetWorkspace_v2(h, w->ptr, w->size), "matmul",
+                                  "cublasSetWorkspace(handle, workspace, size)"));
+    const cublasMath_t mode =
+        (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    CT_TRY(ct_cu_cublas_error(api->cublasSetMathMode(h, mode), "matmul",
+                              "cublasSetMathMode(handle, mode)"));
+    *out = h;
+    return CT_OK;
+}
+
+/* ---- floating GEMM ------------------------------------------------------------------------- */
+
+/* cuBLAS's names for a dtype: storage type and compute type. */
+typedef struct gemm_types {
+    cudaDataType data;
+    cublasComputeType_t compute;
+    bool double_scalars; /* alpha/beta are double (else float) */
+} gemm_types;
+
+static gemm_types types_of(ct_dtype dt) {
+    gemm_types t = {CUDA_R_32F, CUBLAS_COMPUTE_32F, false};
+    switch (dt) {
+    case CT_FLOAT64: t.data = CUDA_R_64F, t.compute = CUBLAS_COMPUTE_64F, t.double_scalars = true; break;
+    case CT_FLOAT16: t.data = CUDA_R_16F; break;
+    case CT_BFLOAT16: t.data = CUDA_R_16BF; break;
+    default:
+        if (ct_backends_cuda_matmul_get_allow_tf32()) t.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+        break;
+    }
+    return t;
+}
+
+/* C[b] = A[b] @ B[b]; A and B readable by cuBLAS, C contiguous at c_off. */
+static ct_status gemm(int dev, ct_dtype dt, const mm_dims *dm, const mm_side *a, const mm_side *b,
+                      void *c_base, int64_t c_off) {
+    cublasOperation_t opa, opb;
+    int64_t lda, ldb;
+    if (!gemm_layout(dm->m, dm->k, a->sr, a->sc, &opa, &lda) ||
+        !gemm_layout(dm->k, dm->n, b->sr, b->sc, &opb, &ldb))
+        return ct_error_set(CT_ERR_INTERNAL, "matmul: operand layout not readable by cuBLAS");
+    cublasHandle_t h = NULL;
+    CT_TRY(blas_handle(dev, &h));
+    const ct_cublas_api *api = ct_cu_cublas("matmul");
+    const gemm_types t = types_of(dt);
+    const float f1 = 1.0f, f0 = 0.0f;
+    const double d1 = 1.0, d0 = 0.0;
+    const void *one = t.double_scalars ? (const void *)&d1 : (const void *)&f1;
+    const void *zero = t.double_scalars ? (const void *)&d0 : (const void *)&f0;
+    const void *pa = element_ptr(a->base, a->off, dt), *pb = element_ptr(b->base, b->off, dt);
+    void *pc = element_ptr(c_base, c_off, dt);
+    /* column-major C^T [n, m] = op(B) [n, k] · op(A) [k, m] */
+    if (dm->batch == 1)
+        return ct_cu_cublas_error(
+            api->cublasGemmEx_64(h, opb, opa, dm->n, dm->m, dm->k, one, pb, t.data, ldb, pa, t.data,
+                                 lda, zero, pc, t.data, dm->n, t.compute, CUBLAS_GEMM_DEFAULT),
+            "matmul", "cublasGemmEx(handle, opb, opa, n, m, k, &alpha, b, ldb, a, lda, &beta, c, n)");
+    return ct_cu_cublas_error(
+        api->cublasGemmStridedBatchedEx_64(h, opb, opa, dm->n, dm->m, dm->k, one, pb, t.data, ldb,
+                                           b->sb, pa, t.data, lda, a->sb, zero, pc, t.data, dm->n,
+                                           dm->m * dm->n, dm->batch, t.compute,
+                                           CUBLAS_GEMM_DEFAULT),
+        "matmul",
+        "cublasGemmStridedBatchedEx(handle, opb, opa, n, m, k, &alpha, b, ldb, strideb, a, lda, "
+        "stridea, &beta, c, n, m*n, batch)");
+}
+
+/* Operands cuBLAS cannot read are packed first (as on OpenCL). */
+static ct_status matmul_float(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
+                              const ct_kview *b) {
+    mm_side sa = side_of(a), sb = side_of(b);
+    cublasOperation_t op;
+    int64_t ld;
+    ct_tensor *ha = NULL, *hb = NULL;
+    ct_status st = CT_OK;
+    if (!gemm_layout(dm->m, dm->k, sa.sr, sa.sc, &op, &ld)) st = pack(dev, a, dm, dm->m, dm->k, &ha, &sa);
+    if (st == CT_OK && !gemm_layout(dm->k, dm->n, sb.sr, sb.sc, &op, &ld))
+        st = pack(dev, b, dm, dm->k, dm->n, &hb, &sb);
+    if (st == CT_OK) st = gemm(dev, out->dtype, dm, &sa, &sb, out->data, out->offset);
+    ct_decref(ha);
+    ct_decref(hb);
+    return st;
+}
+
+/* ---- integer product: the portable kernel ------------------------------------------------- */
+
+static ct_status matmul_int(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
+                            const ct_kview *b) {
+    cudaStream_t stream;
+    CT_TRY(current_stream(dev, &stream));
+    cu_kmm p = {dm->batch,     dm->m,         dm->n,         dm->k,         a->offset,
+                a->strides[0], a->strides[1], a->strides[2], b->offset,     b->strides[0],
+                b->strides[1], b->strides[2], out->offset,   (int64_t)out->dtype};
+    void *pc = out->data, *pa = a->data, *pb = b->data;
+    void *args[] = {&pc, &pa, &pb, &p};
+    const int64_t n = dm->batch * dm->m * dm->n;
+    dim3 grid = {ct_cu_blocks(n), 1, 1}, block = {CT_CU_THREADS, 1, 1};
+    CT_TRY(ct_cu_check(cudaLaunchKernel((const void *)ct_k_matmul_int, grid, block, args, 0, stream),
+                       "cudaLaunchKernel(ct_k_matmul_int)"));
+    return ct_cu_launched("ct_k_matmul_int");
+}
+
+/* ---- entry ----------------------------------------------------------------------------------- */
+
+ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
+    const int dev = out->device;
+    const mm_dims dm = {out->shape[0], out->shape[1], out->shape[2], a->shape[2]};
+    if (dm.batch == 0 || dm.m == 0 || dm.n == 0) return CT_OK;
+    if (dm.k == 0) return ct_cu_fill(out, 0.0);
+    switch (out->dtype) {
+    case CT_FLOAT64:
+    case CT_FLOAT32:
+    case CT_FLOAT16:
+    case CT_BFLOAT16: return matmul_float(dev, &dm, out, a, b);
+    case CT_INT32:
+    case CT_INT64:
+    case CT_UINT8: return matmul_int(dev, &dm, out, a, b);
+    default:
+        return ct_error_set(CT_ERR_DTYPE, "matmul: not implemented for '%s' on cuda",
+                            ct_dtype_name(out->dtype));
+    }
+}

@@ -1,0 +1,116 @@
+/*
+ * cu_internal.h — what the CUDA backend's files share (internal): error
+ * checking, device selection, the current stream, launch helpers and the
+ * tables the files contribute to ct_cuda_backend (cu_backend.c).
+ *
+ * The CUDA backend mirrors the OpenCL one (src/backends/opencl/): memory
+ * handles are device pointers to whole segments of the caching allocator; a
+ * ct_kview's `data` is that pointer and its `offset` counts elements from it,
+ * so kernels receive (base pointer, element offset) exactly as on OpenCL and
+ * the portable kernels of src/kernels/ run unchanged. Every op is launched on
+ * the calling thread's current stream of its device (ct_cu_stream) and
+ * returns without waiting.
+ *
+ * This header is C and C++ (it is included by the .c files and by the .cu
+ * translation unit, cu_kernels.cu).
+ */
+#ifndef CT_CU_INTERNAL_H
+#define CT_CU_INTERNAL_H
+
+#include <cuda_runtime_api.h>
+
+/* The core's internal headers have no extern "C" guards: under nvcc (C++)
+ * their declarations (ct_error_set, ct_backend_for) must still get C
+ * linkage. The C library headers they include come first, outside the
+ * block, because C++'s wrappers of them declare overloads. */
+#ifdef __cplusplus
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+extern "C" {
+#endif
+#include "core/backend.h"
+#include "core/error.h"
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Turn a failed CUDA runtime call into a ctorch error: CT_ERR_OOM for
+ * cudaErrorMemoryAllocation, CT_ERR_DEVICE for no device / no driver /
+ * invalid device, CT_ERR_BACKEND otherwise; the message names `what` (the
+ * call) and CUDA's error name and string. Also clears CUDA's sticky
+ * last-error for non-sticky errors. Returns the ctorch code (CT_OK on
+ * cudaSuccess). */
+ct_status ct_cu_check(cudaError_t err, const char *what);
+#define CT_CU_TRY(call)                                          \
+    do {                                                         \
+        ct_status ct_cu_st_ = ct_cu_check((call), #call);        \
+        if (ct_cu_st_ != CT_OK) return ct_cu_st_;                \
+    } while (0)
+
+/* Number of usable devices (0 without a driver or GPU; never an error).
+ * CUDA_VISIBLE_DEVICES is applied by the runtime itself. */
+int ct_cu_count(void);
+/* Make dev the calling thread's CUDA device (cudaSetDevice when needed). */
+ct_status ct_cu_set_device(int dev);
+/* The stream the calling thread's current ctorch stream of dev maps to
+ * (cti_current_stream_handle); also sets dev as the thread's device. NULL
+ * only with an error set (bad device, stream creation failed): CUDA's
+ * legacy default stream is never used, every ctorch stream is a
+ * non-blocking stream of its own. */
+cudaStream_t ct_cu_stream(int dev);
+
+/* Launch geometry: threads per block for 1-D kernels, and the number of
+ * blocks for n work items (kernels check their index against n). */
+#define CT_CU_THREADS 256
+static inline unsigned ct_cu_blocks(int64_t n) {
+    int64_t b = (n + CT_CU_THREADS - 1) / CT_CU_THREADS;
+    return (unsigned)(b < 1 ? 1 : (b > 2147483647 ? 2147483647 : b));
+}
+/* After a kernel launch: cudaGetLastError → a ctorch error naming kernel. */
+ct_status ct_cu_launched(const char *kernel);
+
+/* ---- tables the other files provide (NULL-free only when implemented) ---- */
+/* cu_ops.cuh (in cu_kernels.cu): copy, fill, arange, random, unary, binary,
+ * where, reduce, softmax, index_select, gather — same signatures as the
+ * ct_backend members. */
+ct_status ct_cu_copy(const ct_kview *dst, const ct_kview *src);
+ct_status ct_cu_fill(const ct_kview *dst, double value);
+ct_status ct_cu_arange(const ct_kview *dst, double start, double step);
+ct_status ct_cu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
+                       double b);
+ct_status ct_cu_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0, double p1);
+ct_status ct_cu_binary(ct_binary_op op, const ct_kview *out, const ct_kview *a, const ct_kview *b,
+                       double alpha);
+ct_status ct_cu_where(const ct_kview *out, const ct_kview *cond, const ct_kview *a, const ct_kview *b);
+ct_status ct_cu_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index, const ct_kview *in,
+                       double param);
+ct_status ct_cu_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim, int64_t inner,
+                        bool log);
+ct_status ct_cu_index_select(const ct_kview *out, const ct_kview *in, const ct_kview *index, int64_t outer,
+                             int64_t dim_in, int64_t inner);
+ct_status ct_cu_gather(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
+
+/* cu_blas.c: matmul through cuBLAS (TF32 per ct_backends settings). */
+ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
+
+/* cu_nn.cuh (in cu_kernels.cu): the portable-kernel implementations of the
+ * nn families; cu_dnn.c may override entries with cuDNN (conv, batch norm,
+ * pooling) and falls back to these. */
+extern const struct ct_backend_conv ct_cu_conv_kernels;
+extern const struct ct_backend_nn ct_cu_nn_kernels;
+extern const struct ct_backend_loss ct_cu_loss_kernels;
+/* cu_dnn.c: the tables the backend uses (cuDNN where it applies). */
+extern const struct ct_backend_conv ct_cu_conv_ops;
+extern const struct ct_backend_nn ct_cu_nn_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CT_CU_INTERNAL_H */

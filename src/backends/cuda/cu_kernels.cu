@@ -1,0 +1,27 @@
+/*
+ * cu_kernels.cu — the CUDA backend's one device translation unit: the
+ * portable kernels of src/kernels/ (the same sources the OpenCL backend
+ * embeds, in the same order), compiled by nvcc, followed by the host-side
+ * launchers that call them. One translation unit, because the kernels are
+ * extern "C" symbols that may be defined only once; the launchers live in
+ * the .cuh files included at the end (cu_ops.cuh: data movement,
+ * elementwise, reductions, softmax, indexing; cu_nn.cuh: convolution
+ * columns, pooling, norms, dropout, embedding, losses, optimizer updates).
+ */
+#include "kernels/kdefs.h"
+#include "kernels/philox.h"
+
+#include "kernels/conv.kh"
+#include "kernels/data.kh"
+#include "kernels/elementwise.kh"
+#include "kernels/index.kh"
+#include "kernels/loss.kh"
+#include "kernels/matmul_int.kh"
+#include "kernels/nn.kh"
+#include "kernels/reduce.kh"
+#include "kernels/softmax.kh"
+
+#include "cu_internal.h"
+
+#include "cu_ops.cuh"
+#include "cu_nn.cuh"
