@@ -8,6 +8,7 @@
  * file at construction, with the file, the size or the record and its byte
  * offset in the message. All images are kept in one uint8 tensor.
  */
+#define _POSIX_C_SOURCE 200809L /* fileno */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

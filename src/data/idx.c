@@ -10,6 +10,7 @@
  * datasets read and check their files once, at construction, and keep one
  * uint8 tensor of all images; get() converts one image at a time.
  */
+#define _POSIX_C_SOURCE 200809L /* fileno */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
