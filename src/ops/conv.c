@@ -281,6 +281,17 @@ static ct_tensor *unpermute_output(const conv_plan *pl, const ct_tensor *prod, c
 
 /* ---- forward ----------------------------------------------------------------------------- */
 
+/* out + bias broadcast over [N, O, OH, OW]; consumes out. NULL propagates. */
+static ct_tensor *add_bias(const conv_plan *pl, ct_tensor *out, const ct_tensor *bias) {
+    if (!out || !bias) return out;
+    const int64_t bshape[3] = {pl->o, 1, 1};
+    ct_tensor *b3 = cti_view(bias, bshape, 3);
+    ct_tensor *sum = cti_binary(CT_BIN_ADD, out, b3, 1.0);
+    ct_decref(b3);
+    ct_decref(out);
+    return sum;
+}
+
 /* 1×1, stride 1, no padding, one group: out[n] = W @ x[n] for all n in
  * one product (W broadcast over the batch). */
 static ct_tensor *forward_pointwise(const conv_plan *pl, const ct_tensor *x, const ct_tensor *w,
@@ -294,15 +305,7 @@ static ct_tensor *forward_pointwise(const conv_plan *pl, const ct_tensor *x, con
     const int64_t shape[4] = {pl->n, pl->o, pl->oh, pl->ow};
     ct_tensor *out = cti_view(prod, shape, 4);
     ct_decref(prod);
-    if (out && bias) {
-        const int64_t bshape[3] = {pl->o, 1, 1};
-        ct_tensor *b3 = cti_view(bias, bshape, 3);
-        ct_tensor *sum = cti_binary(CT_BIN_ADD, out, b3, 1.0);
-        ct_decref(b3);
-        ct_decref(out);
-        out = sum;
-    }
-    return out;
+    return add_bias(pl, out, bias);
 }
 
 /* One chunk of images x [nb, C, H, W] -> [nb, O, OH, OW]. */
@@ -419,15 +422,7 @@ static ct_tensor *forward_whole(const conv_plan *pl, const ct_tensor *input, con
     if (!x || !w) *declined = false;
     ct_decref(x);
     ct_decref(w);
-    if (out && bias) {
-        const int64_t bshape[3] = {pl->o, 1, 1};
-        ct_tensor *b3 = cti_view(bias, bshape, 3);
-        ct_tensor *sum = cti_binary(CT_BIN_ADD, out, b3, 1.0);
-        ct_decref(b3);
-        ct_decref(out);
-        out = sum;
-    }
-    return out;
+    return add_bias(pl, out, bias);
 }
 
 ct_tensor *cti_conv2d_forward(const ct_tensor *input, const ct_tensor *weight,
