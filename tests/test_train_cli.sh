@@ -9,6 +9,7 @@
 #   - checkpoints load back with --eval-only and give the same accuracy;
 #   - the TensorBoard log exists and parses (tools/check_tensorboard.py, when
 #     the tensorboard package is importable);
+#   - ResNet-18 (1-channel images to RGB, augmentation) resumes exactly too;
 #   - an OpenCL device trains too, when one exists.
 # Usage: test_train_cli.sh path/to/ctorch-train source-dir. Exits 77 (skip)
 # when the data set is not installed.
@@ -85,6 +86,23 @@ grep -q "test accuracy $want" "$tmp/eval.out" && pass "eval-only reproduces $wan
 "$train" --epochs 2 $small --model mlp --device cpu --resume "$tmp/ck/epoch-1" > "$tmp/out" 2>&1; rc=$?
 [ $rc -ne 0 ] && grep -q "written for model cnn" "$tmp/out" && pass "checkpoint of another model refused" \
     || fail "model mismatch: rc $rc: $(cat "$tmp/out")"
+
+# ResNet-18 on 1-channel images (repeated to RGB) with augmentation: the random
+# crops and flips are keyed by (seed, epoch, sample), and BatchNorm's running
+# statistics travel in the checkpoint, so resuming is exact here too.
+r18="--model resnet18 --augment --limit-train 256 --limit-test 128 --batch-size 64 --threads 1 --progress none --seed 5 --device cpu"
+# shellcheck disable=SC2086
+"$train" --epochs 2 $r18 --metrics "$tmp/r18-full.jsonl" > "$tmp/r18.out" 2>&1 \
+    || fail "resnet18 run: $(cat "$tmp/r18.out")"
+# shellcheck disable=SC2086
+"$train" --epochs 2 --stop-after 1 $r18 --ckpt-dir "$tmp/r18ck" --metrics "$tmp/r18-part.jsonl" > "$tmp/r18.out" 2>&1 \
+    && "$train" --epochs 2 $r18 --ckpt-dir "$tmp/r18ck" --resume auto --metrics "$tmp/r18-part.jsonl" \
+        > "$tmp/r18.out" 2>&1 || fail "resnet18 stop/resume: $(cat "$tmp/r18.out")"
+if [ "$(wc -l < "$tmp/r18-full.jsonl")" -eq 2 ] && [ "$(strip "$tmp/r18-full.jsonl")" = "$(strip "$tmp/r18-part.jsonl")" ]; then
+    pass "resnet18 with augmentation: resume is exact"
+else
+    fail "resnet18 resume differs:"; cat "$tmp/r18-full.jsonl" "$tmp/r18-part.jsonl"
+fi
 
 # TensorBoard: one event file; checked with the tensorboard package if present.
 ls "$tmp/tb"/events.out.tfevents.* > /dev/null 2>&1 && pass "TensorBoard event file written" \
