@@ -7,8 +7,12 @@ package's IDX files, normalised with mean 0.2860 / std 0.3530), loader (batch
 weight decay 5e-4), per-step cosine schedule to 0 and evaluation (batch 256),
 so that bench/run-train.sh can put both programs' accuracy and images per
 second side by side. Prints one line per epoch in ctorch-train's format.
+--model resnet18 (torchvision's, the gray image repeated to 3 channels),
+--augment (random crop with padding 2, horizontal flip) and --limit-train /
+--limit-test mirror ctorch-train's options of the same names.
 
 Usage: torch_train_fmnist.py [--epochs 5] [--batch-size 64] [--lr 0.05] [--threads 2] [--workers 2]
+                             [--model cnn|resnet18] [--augment] [--limit-train N] [--limit-test N]
                              [--data-dir /usr/share/datasets/fashion-mnist]
 """
 import argparse
@@ -42,17 +46,26 @@ def find(root, name):
 
 
 class FashionMNIST(torch.utils.data.Dataset):
-    def __init__(self, root, train):
+    def __init__(self, root, train, limit=0, augment=False, rgb=False):
         prefix = "train" if train else "t10k"
         self.images = read_idx(find(root, f"{prefix}-images-idx3-ubyte"))
         self.labels = read_idx(find(root, f"{prefix}-labels-idx1-ubyte"))
+        if limit > 0:
+            self.images, self.labels = self.images[:limit], self.labels[:limit]
+        self.augment, self.rgb = augment, rgb
 
     def __len__(self):
         return len(self.labels)
 
     def __getitem__(self, i):
         x = torch.from_numpy(self.images[i].astype(np.float32) / 255.0).unsqueeze(0)
-        return (x - 0.2860) / 0.3530, int(self.labels[i])
+        if self.augment:  # torchvision's RandomCrop(28, padding=2) and RandomHorizontalFlip()
+            top, left = torch.randint(0, 5, (2,)).tolist()
+            x = F.pad(x, (2, 2, 2, 2))[:, top:top + 28, left:left + 28]
+            if torch.rand(()) < 0.5:
+                x = x.flip(-1)
+        x = (x - 0.2860) / 0.3530
+        return (x.expand(3, -1, -1) if self.rgb else x), int(self.labels[i])
 
 
 class CNN(nn.Module):
@@ -78,23 +91,32 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--model", default="cnn", choices=["cnn", "resnet18"])
+    ap.add_argument("--augment", action="store_true")
+    ap.add_argument("--limit-train", type=int, default=0)
+    ap.add_argument("--limit-test", type=int, default=0)
     ap.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    train = FashionMNIST(args.data_dir, True)
-    test = FashionMNIST(args.data_dir, False)
+    rgb = args.model == "resnet18"
+    train = FashionMNIST(args.data_dir, True, args.limit_train, args.augment, rgb)
+    test = FashionMNIST(args.data_dir, False, args.limit_test, False, rgb)
     train_dl = torch.utils.data.DataLoader(train, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                                            persistent_workers=args.workers > 0)
     test_dl = torch.utils.data.DataLoader(test, batch_size=256, num_workers=args.workers,
                                           persistent_workers=args.workers > 0)
-    model = CNN()
+    if args.model == "cnn":
+        model = CNN()
+    else:
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=10)
     if args.optimizer == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=len(train_dl) * args.epochs)
-    print(f"# PyTorch {torch.__version__}, {args.threads} threads, {args.workers} workers", flush=True)
+    print(f"# PyTorch {torch.__version__}, {args.model}, {args.threads} threads, {args.workers} workers", flush=True)
     start = time.perf_counter()
     for epoch in range(args.epochs):
         model.train()
