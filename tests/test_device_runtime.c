@@ -12,7 +12,6 @@
  * releases it. Every test runs on opencl:0 and on cuda:0, for each backend
  * that is built and has a device; skips (exit 77) when neither has one.
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep (cuda_testutil.h) */
 #include "testutil.h"
 
 #include "core/runtime.h"
