@@ -107,6 +107,18 @@ CT_API ct_status ct_safetensors_save(const char *path, const ct_tensor_dict *d);
  * free(). */
 CT_API ct_status ct_safetensors_save_buffer(const ct_tensor_dict *d, void **data, size_t *size);
 
+/* The metadata key of ctorch's whole-file checksum. */
+#define CT_SAFETENSORS_CHECKSUM_KEY "ctorch.crc32c"
+
+/* ct_safetensors_save, plus an integrity check other readers ignore: the
+ * metadata gains "ctorch.crc32c" = 8 lowercase hex digits, the CRC-32C of
+ * the whole file computed with those digits read as "00000000" (an entry
+ * of that name in d is replaced). The file stays a plain safetensors file
+ * (safetensors.torch.load_file reads its tensors); ct_safetensors_load then
+ * refuses it with CT_ERR_FORMAT ("checksum mismatch") when any byte of it,
+ * header or data, has changed. Checkpoints should be written this way. */
+CT_API ct_status ct_safetensors_save_checksummed(const char *path, const ct_tensor_dict *d);
+
 /* Reads a safetensors file into a new dict (*out; free it with
  * ct_tensor_dict_free) whose tensors are contiguous, on `device`, in the
  * file's dtypes, and in name order (as safetensors.torch.load_file), with
@@ -114,6 +126,10 @@ CT_API ct_status ct_safetensors_save_buffer(const ct_tensor_dict *d, void **data
  * Supported dtypes: F32, F64, F16, BF16, I32, I64, U8, BOOL; a file holding
  * any other dtype is refused with CT_ERR_DTYPE. BOOL bytes other than 0 read
  * as true. On error *out is NULL. */
+/* A file whose header holds a "ctorch.crc32c" entry is verified first, and
+ * refused with CT_ERR_FORMAT naming both CRCs when it does not match; the
+ * entry then stays in the dict's metadata, so a caller can insist on it
+ * (a file without one is loaded as every safetensors reader would). */
 CT_API ct_status ct_safetensors_load(const char *path, ct_device device, ct_tensor_dict **out);
 
 /* The same from the bytes of a whole file in memory (size bytes at data,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ctorch/dtype.h"
+#include "ctorch/io.h"
 
 typedef struct st_dtype_info {
     const char *name;
@@ -72,5 +73,17 @@ static inline void st_swap_elements(unsigned char *p, size_t nbytes, size_t elem
             p[b] = t;
         }
 }
+
+/* ---- the optional checksum entry (safetensors_checksum.c) ---- */
+
+/* Finds the "ctorch.crc32c":"xxxxxxxx" entry in the raw header bytes: 1 with
+ * the offset of its 8 digits in the header and their value, 0 when the
+ * header has none, -1 when its value is not 8 lowercase hex digits. */
+int cti_st_checksum_find(const char *header, size_t len, size_t *digits_at, uint32_t *stored);
+/* Continues the file's CRC-32C over n bytes that sit at file offset `at`,
+ * reading the 8 digits at file offset digits_at as "00000000". */
+uint32_t cti_st_checksum_extend(uint32_t crc, const void *bytes, size_t n, uint64_t at, uint64_t digits_at);
+/* The 8 lowercase hex digits of crc (no terminator). */
+void cti_st_checksum_format(uint32_t crc, char out[8]);
 
 #endif /* CT_IO_SAFETENSORS_FORMAT_H */

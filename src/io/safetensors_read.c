@@ -14,7 +14,8 @@
  *      hole, nothing after the last tensor);
  *   4. dtypes ctorch supports and a shape ctorch can hold.
  * Only then are tensors allocated (their sizes add up to the data size,
- * which is at most the file size) and filled.
+ * which is at most the file size) and filled. A file that carries ctorch's
+ * checksum (safetensors_checksum.c) is verified before step 2.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _FILE_OFFSET_BITS 64
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "io/crc32c.h"
 #include "io/io_internal.h"
 #include "io/json.h"
 #include "io/safetensors_format.h"
@@ -482,8 +484,47 @@ static ct_status build_dict(st_load *L, ct_tensor_dict **out) {
     return CT_OK;
 }
 
+/* The whole-file CRC of safetensors_checksum.c, when the header has one:
+ * checked before anything in the header is believed, so damage that breaks
+ * the JSON is still reported as damage. */
+static ct_status verify_checksum(const st_load *L) {
+    size_t at;
+    uint32_t stored;
+    int found = cti_st_checksum_find(L->header, (size_t)L->header_len, &at, &stored);
+    if (found < 0)
+        return fail(L, CT_ERR_FORMAT, "checksum entry \"%s\" is damaged (its value is not 8 hex digits)",
+                    CT_SAFETENSORS_CHECKSUM_KEY);
+    if (found == 0) return CT_OK;
+    const uint64_t digits = 8 + at, data_start = 8 + L->header_len;
+    unsigned char len_bytes[8];
+    for (int i = 0; i < 8; i++) len_bytes[i] = (unsigned char)(L->header_len >> (8 * i));
+    uint32_t crc = cti_st_checksum_extend(0, len_bytes, 8, 0, digits);
+    crc = cti_st_checksum_extend(crc, L->header, (size_t)L->header_len, 8, digits);
+    if (L->mem) {
+        crc = cti_crc32c_extend(crc, L->mem + data_start, (size_t)L->data_len);
+    } else {
+        enum { CHUNK = 1 << 20 };
+        unsigned char *buf = malloc(CHUNK);
+        if (!buf) return fail(L, CT_ERR_OOM, "out of memory verifying the checksum");
+        ct_status s = CT_OK;
+        for (uint64_t off = data_start; off < L->file_size && s == CT_OK;) {
+            size_t n = L->file_size - off < CHUNK ? (size_t)(L->file_size - off) : CHUNK;
+            s = read_at(L, off, buf, n);
+            if (s == CT_OK) crc = cti_crc32c_extend(crc, buf, n);
+            off += n;
+        }
+        free(buf);
+        CT_TRY(s);
+    }
+    if (crc != stored)
+        return fail(L, CT_ERR_FORMAT, "checksum mismatch: the file is damaged (its \"%s\" is %08x, its bytes "
+                    "give %08x)", CT_SAFETENSORS_CHECKSUM_KEY, (unsigned)stored, (unsigned)crc);
+    return CT_OK;
+}
+
 /* Steps 2-4 and the data, once the header bytes are in L->header. */
 static ct_status load_tensors(st_load *L, ct_device device, ct_tensor_dict **out) {
+    CT_TRY(verify_checksum(L));
     CT_TRY(parse_header(L));
     CT_TRY(check_duplicates(L));
     st_entry **order = malloc((L->count ? L->count : 1) * sizeof *order);

@@ -13,6 +13,8 @@
  * atomic replace on POSIX file systems), and the directory is fsync'ed so
  * that the rename itself survives a power cut. Every failure removes the
  * temporary file and leaves the target as it was.
+ * ct_safetensors_save_checksummed adds the whole-file CRC of
+ * safetensors_checksum.c, accumulated as the bytes go out.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _FILE_OFFSET_BITS 64
@@ -47,10 +49,36 @@ static int item_order(const void *pa, const void *pb) {
     return strcmp(a->name, b->name);
 }
 
+static bool is_checksum_key(const char *key) { return strcmp(key, CT_SAFETENSORS_CHECKSUM_KEY) == 0; }
+
+/* The metadata object: the dict's entries, then, when checksum_at is not
+ * NULL, the checksum entry with its placeholder digits, whose header offset
+ * goes to *checksum_at. A checksum entry in d (from a loaded file) is never
+ * written: it would not match the new bytes. */
+static void put_metadata(ctj_buf *hdr, const ct_tensor_dict *d, size_t *checksum_at) {
+    ctj_put_str(hdr, "\"__metadata__\":{");
+    bool first = true;
+    for (int i = 0; i < d->meta_count; i++) {
+        if (is_checksum_key(d->meta[i].key)) continue;
+        if (!first) ctj_put_str(hdr, ",");
+        first = false;
+        ctj_put_quoted(hdr, d->meta[i].key);
+        ctj_put_str(hdr, ":");
+        ctj_put_quoted(hdr, d->meta[i].value);
+    }
+    if (checksum_at) {
+        ctj_put_str(hdr, first ? "\"" CT_SAFETENSORS_CHECKSUM_KEY "\":\"" : ",\"" CT_SAFETENSORS_CHECKSUM_KEY "\":\"");
+        *checksum_at = hdr->len;
+        ctj_put_str(hdr, "00000000\"");
+    }
+    ctj_put_str(hdr, d->count ? "}," : "}");
+}
+
 /* Sorts the dict's tensors into file order and writes the padded header.
- * *items is malloc'd (count entries); *data_len is the data size. */
+ * *items is malloc'd (count entries); *data_len is the data size. With
+ * checksum_at, the header carries the checksum placeholder (put_metadata). */
 static ct_status prepare(const char *op, const ct_tensor_dict *d, st_item **items, ctj_buf *hdr,
-                         uint64_t *data_len) {
+                         uint64_t *data_len, size_t *checksum_at) {
     CT_CHECK_STATUS(d, CT_ERR_INVALID_ARG, "%s: NULL dict", op);
     st_item *it = malloc(sizeof *it * (size_t)(d->count ? d->count : 1));
     CT_CHECK_STATUS(it, CT_ERR_OOM, "%s: out of memory", op);
@@ -63,16 +91,9 @@ static ct_status prepare(const char *op, const ct_tensor_dict *d, st_item **item
     if (d->count > 1) qsort(it, (size_t)d->count, sizeof *it, item_order);
 
     ctj_put_str(hdr, "{");
-    if (d->meta_count > 0) {
-        ctj_put_str(hdr, "\"__metadata__\":{");
-        for (int i = 0; i < d->meta_count; i++) {
-            if (i) ctj_put_str(hdr, ",");
-            ctj_put_quoted(hdr, d->meta[i].key);
-            ctj_put_str(hdr, ":");
-            ctj_put_quoted(hdr, d->meta[i].value);
-        }
-        ctj_put_str(hdr, d->count ? "}," : "}");
-    }
+    int kept = 0;
+    for (int i = 0; i < d->meta_count; i++) kept += !is_checksum_key(d->meta[i].key);
+    if (kept > 0 || checksum_at) put_metadata(hdr, d, checksum_at);
     uint64_t offset = 0;
     for (int i = 0; i < d->count; i++) {
         const ct_tensor *t = it[i].tensor;
@@ -111,6 +132,9 @@ typedef struct st_out {
     int fd;
     unsigned char *buf;      /* fd: the write buffer; memory: the result */
     size_t len, cap;
+    uint64_t written;        /* bytes passed to out_write so far */
+    uint32_t crc;            /* their CRC-32C, the checksum digits as zeros */
+    uint64_t digits_at;      /* file offset of the checksum digits; 0: none */
 } st_out;
 
 static ct_status write_all(st_out *o, const unsigned char *p, size_t n) {
@@ -134,6 +158,8 @@ static ct_status out_flush(st_out *o) {
 
 static ct_status out_write(st_out *o, const void *src, size_t n) {
     const unsigned char *p = src;
+    if (o->digits_at) o->crc = cti_st_checksum_extend(o->crc, p, n, o->written, o->digits_at);
+    o->written += n;
     if (o->fd < 0) { /* memory: sized exactly in advance */
         CT_ASSERT(n <= o->cap - o->len);
         memcpy(o->buf + o->len, p, n);
@@ -183,7 +209,18 @@ static ct_status write_file_contents(st_out *o, const ctj_buf *hdr, const st_ite
     CT_TRY(out_write(o, len_bytes, 8));
     CT_TRY(out_write(o, hdr->data, hdr->len));
     for (int i = 0; i < count; i++) CT_TRY(write_tensor(o, &items[i]));
-    return out_flush(o);
+    CT_TRY(out_flush(o));
+    if (!o->digits_at) return CT_OK;
+    char digits[8];
+    cti_st_checksum_format(o->crc, digits);
+    if (o->fd < 0) {
+        memcpy(o->buf + o->digits_at, digits, 8);
+        return CT_OK;
+    }
+    if (pwrite(o->fd, digits, 8, (off_t)o->digits_at) != 8)
+        return ct_error_set(CT_ERR_IO, "safetensors_save: %.300s: cannot write the checksum into '%.300s': %s",
+                            o->path, o->tmp, strerror(errno));
+    return CT_OK;
 }
 
 /* ---- save to memory ------------------------------------------------------------------------ */
@@ -195,7 +232,7 @@ ct_status ct_safetensors_save_buffer(const ct_tensor_dict *d, void **data, size_
     st_item *items = NULL;
     ctj_buf hdr = {0};
     uint64_t data_len = 0;
-    CT_TRY(prepare("safetensors_save_buffer", d, &items, &hdr, &data_len));
+    CT_TRY(prepare("safetensors_save_buffer", d, &items, &hdr, &data_len, NULL));
     st_out o = {.path = "<buffer>", .tmp = "<buffer>", .fd = -1};
     ct_status s = CT_OK;
     if (data_len > SIZE_MAX - 8 - hdr.len) {
@@ -271,18 +308,20 @@ static ct_status check_target(const char *path, struct stat *st, bool *exists) {
     return CT_OK;
 }
 
-ct_status ct_safetensors_save(const char *path, const ct_tensor_dict *d) {
+static ct_status save_file(const char *path, const ct_tensor_dict *d, bool checksum) {
     struct stat st;
     bool exists = false;
     CT_TRY(check_target(path, &st, &exists));
     st_item *items = NULL;
     ctj_buf hdr = {0};
     uint64_t data_len = 0;
-    CT_TRY(prepare("safetensors_save", d, &items, &hdr, &data_len));
+    size_t checksum_at = 0;
+    CT_TRY(prepare("safetensors_save", d, &items, &hdr, &data_len, checksum ? &checksum_at : NULL));
 
     size_t tmp_size = strlen(path) + 256;
     char *tmp = malloc(tmp_size);
-    st_out o = {.path = path, .tmp = tmp, .fd = -1, .cap = ST_WRITE_BUFFER};
+    st_out o = {.path = path, .tmp = tmp, .fd = -1, .cap = ST_WRITE_BUFFER,
+                .digits_at = checksum ? 8 + checksum_at : 0};
     o.buf = malloc(o.cap);
     ct_status s = CT_OK;
     if (!tmp || !o.buf) {
@@ -314,4 +353,10 @@ ct_status ct_safetensors_save(const char *path, const ct_tensor_dict *d) {
     free(items);
     ctj_buf_free(&hdr);
     return s;
+}
+
+ct_status ct_safetensors_save(const char *path, const ct_tensor_dict *d) { return save_file(path, d, false); }
+
+ct_status ct_safetensors_save_checksummed(const char *path, const ct_tensor_dict *d) {
+    return save_file(path, d, true);
 }

@@ -5,7 +5,8 @@
  *
  * State is created lazily on the first step a parameter has a gradient, as
  * in PyTorch (momentum buffer = first gradient; Adam moments = zeros), and
- * lives on the parameter's device.
+ * lives on the parameter's device. state_dict and load_state_dict are in
+ * optimizer_state.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,22 +18,7 @@
 #include "ctorch/optim.h"
 #include "ops/optim_kernels.h"
 
-typedef enum { OPT_SGD, OPT_ADAM } opt_kind;
-
-typedef struct param_state {
-    ct_tensor *param;           /* borrowed */
-    ct_tensor *buf[3];          /* sgd: momentum; adam: exp_avg, exp_avg_sq, max_exp_avg_sq */
-    int64_t step;
-} param_state;
-
-struct ct_optimizer {
-    opt_kind kind;
-    cti_sgd_options sgd;
-    cti_adam_options adam;
-    param_state *p;
-    int n;
-    int64_t steps;
-};
+#include "optim/optim_internal.h"
 
 static ct_optimizer *optimizer_new(opt_kind kind, ct_tensor *const *params, int n) {
     CT_CHECK_NULL(params != NULL || n == 0, CT_ERR_INVALID_ARG, "optimizer: NULL parameter list");
@@ -121,7 +107,7 @@ void ct_optimizer_free(ct_optimizer *opt) {
 }
 
 /* Optimizer state in float32 for 16-bit parameters, else the param's dtype. */
-static ct_tensor *state_zeros(const ct_tensor *p) {
+ct_tensor *cti_optim_state_zeros(const ct_tensor *p) {
     ct_dtype dt = ct_dtype_of(p) == CT_FLOAT16 || ct_dtype_of(p) == CT_BFLOAT16 ? CT_FLOAT32 : ct_dtype_of(p);
     return cti_full(ct_sizes(p), ct_ndim(p), 0.0, dt, ct_device_of(p));
 }
@@ -133,13 +119,13 @@ static ct_status step_one(ct_optimizer *o, param_state *s) {
     if (o->kind == OPT_SGD) {
         bool first = false;
         if (o->sgd.momentum != 0 && !s->buf[0]) {
-            if (!(s->buf[0] = state_zeros(s->param))) return ct_last_status();
+            if (!(s->buf[0] = cti_optim_state_zeros(s->param))) return ct_last_status();
             first = true;
         }
         return cti_sgd_update(s->param, grad, s->buf[0], &o->sgd, first);
     }
     for (int k = 0; k < (o->adam.amsgrad ? 3 : 2); k++)
-        if (!s->buf[k] && !(s->buf[k] = state_zeros(s->param))) return ct_last_status();
+        if (!s->buf[k] && !(s->buf[k] = cti_optim_state_zeros(s->param))) return ct_last_status();
     return cti_adam_update(s->param, grad, s->buf[0], s->buf[1], o->adam.amsgrad ? s->buf[2] : NULL, &o->adam,
                            s->step);
 }
@@ -204,86 +190,3 @@ ct_status ct_clip_grad_norm(ct_module *model, double max_norm, double norm_type,
     return st;
 }
 
-/* ---- state_dict ------------------------------------------------------------------ */
-
-static const char *const k_sgd_keys[1] = {"momentum_buffer"};
-static const char *const k_adam_keys[3] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-
-/* PyTorch's optimizer state_dict flattened into names: state.<i>.<key>
- * tensors (step as a 0-dim float32, as torch.optim stores it) and the
- * hyper-parameters as metadata strings. */
-ct_tensor_dict *ct_optimizer_state_dict(const ct_optimizer *opt) {
-    CT_CHECK_NULL(opt != NULL, CT_ERR_INVALID_ARG, "optimizer state_dict: NULL optimizer");
-    ct_tensor_dict *d = ct_tensor_dict_new();
-    if (!d) return NULL;
-    char name[64], value[64];
-    const char *const *keys = opt->kind == OPT_SGD ? k_sgd_keys : k_adam_keys;
-    int nkeys = opt->kind == OPT_SGD ? 1 : 3;
-    ct_status st = CT_OK;
-    for (int i = 0; i < opt->n && st == CT_OK; i++) CT_SCOPE {
-        const param_state *s = &opt->p[i];
-        for (int k = 0; k < nkeys && st == CT_OK; k++) {
-            if (!s->buf[k]) continue;
-            snprintf(name, sizeof name, "state.%d.%s", i, keys[k]);
-            st = ct_tensor_dict_set(d, name, s->buf[k]);
-        }
-        if (s->step && st == CT_OK) {
-            snprintf(name, sizeof name, "state.%d.step", i);
-            st = ct_tensor_dict_set(d, name, ct_scalar_tensor((double)s->step, .dtype = CT_FLOAT32));
-        }
-    }
-    snprintf(value, sizeof value, "%s", opt->kind == OPT_SGD ? "SGD" : opt->adam.decoupled_weight_decay ? "AdamW" : "Adam");
-    if (st == CT_OK) st = ct_tensor_dict_set_metadata(d, "optimizer", value);
-    snprintf(value, sizeof value, "%.17g", ct_optimizer_lr(opt));
-    if (st == CT_OK) st = ct_tensor_dict_set_metadata(d, "lr", value);
-    snprintf(value, sizeof value, "%lld", (long long)opt->steps);
-    if (st == CT_OK) st = ct_tensor_dict_set_metadata(d, "steps", value);
-    if (st != CT_OK) {
-        ct_tensor_dict_free(d);
-        return NULL;
-    }
-    return d;
-}
-
-ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_tensor_dict *d) {
-    CT_CHECK_STATUS(opt && d, CT_ERR_INVALID_ARG, "optimizer load_state_dict: NULL argument");
-    const char *kind = ct_tensor_dict_get_metadata(d, "optimizer");
-    const char *mine = opt->kind == OPT_SGD ? "SGD" : opt->adam.decoupled_weight_decay ? "AdamW" : "Adam";
-    CT_CHECK_STATUS(kind && !strcmp(kind, mine), CT_ERR_FORMAT,
-                    "optimizer load_state_dict: the state is for %s, this optimizer is %s", kind ? kind : "(unknown)", mine);
-    const char *const *keys = opt->kind == OPT_SGD ? k_sgd_keys : k_adam_keys;
-    int nkeys = opt->kind == OPT_SGD ? 1 : 3;
-    char name[64];
-    /* validate every entry before changing anything */
-    for (int i = 0; i < ct_tensor_dict_size(d); i++) {
-        int idx = -1, used = 0;
-        CT_CHECK_STATUS(sscanf(ct_tensor_dict_name(d, i), "state.%d.%n", &idx, &used) == 1 && idx >= 0 && idx < opt->n,
-                        CT_ERR_FORMAT, "optimizer load_state_dict: unexpected entry \"%s\" for %d parameters",
-                        ct_tensor_dict_name(d, i), opt->n);
-    }
-    for (int i = 0; i < opt->n; i++) {
-        param_state *s = &opt->p[i];
-        for (int k = 0; k < nkeys; k++) {
-            snprintf(name, sizeof name, "state.%d.%s", i, keys[k]);
-            if (!ct_tensor_dict_contains(d, name)) continue;
-            ct_status st = CT_OK;
-            CT_SCOPE {
-                ct_tensor *src = ct_tensor_dict_get(d, name);
-                if (ct_numel(src) != ct_numel(s->param)) {
-                    st = ct_error_set(CT_ERR_SHAPE, "optimizer load_state_dict: %s has %lld elements, parameter %d has %lld",
-                                      name, (long long)ct_numel(src), i, (long long)ct_numel(s->param));
-                } else {
-                    if (!s->buf[k]) s->buf[k] = state_zeros(s->param);
-                    st = s->buf[k] ? ct_copy_(s->buf[k], ct_reshape(src, ct_shape_of(s->param))) : ct_last_status();
-                }
-            }
-            CT_TRY(st);
-        }
-        snprintf(name, sizeof name, "state.%d.step", i);
-        if (ct_tensor_dict_contains(d, name)) CT_SCOPE { s->step = (int64_t)ct_item(ct_tensor_dict_get(d, name)); }
-    }
-    const char *lr = ct_tensor_dict_get_metadata(d, "lr"), *steps = ct_tensor_dict_get_metadata(d, "steps");
-    if (lr) ct_optimizer_set_lr(opt, strtod(lr, NULL));
-    if (steps) opt->steps = strtoll(steps, NULL, 10);
-    return CT_OK;
-}
