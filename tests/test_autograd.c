@@ -74,7 +74,16 @@ static void test_backward_errors_and_gradient_arg(void) {
         CT_EXPECT_INT_EQ(ct_backward(leaf), CT_OK); /* backward on a leaf: grad = 1 */
         CT_EXPECT_CLOSE(ct_grad(leaf), ((double[]){1}), 1, 0, 0);
     }
-    CT_EXPECT(ct_backward(NULL) != CT_OK);
+    ct_clear_error();
+    CT_EXPECT_INT_EQ(ct_backward(NULL), CT_ERR_INVALID_ARG);
+    CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "backward: NULL tensor");
+    /* the NULL of a failed op stands for that op's error, which backward reports as is */
+    CT_SCOPE {
+        ct_tensor *a = ct_ones(CT_SHAPE(2, 3)), *b = ct_ones(CT_SHAPE(2, 3));
+        ct_set_requires_grad(a, true);
+        CT_EXPECT_INT_EQ(ct_backward(ct_sum_all(ct_matmul(a, b))), CT_ERR_SHAPE);
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "2x3 and 2x3");
+    }
     ct_clear_error();
 }
 

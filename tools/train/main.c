@@ -33,10 +33,6 @@ extern void openblas_set_num_threads(int n);
 #endif
 
 static volatile sig_atomic_t g_interrupted;
-static void on_signal(int sig) {
-    (void)sig;
-    g_interrupted = 1;
-}
 
 static double now_s(void) {
     struct timespec ts;
@@ -129,6 +125,7 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
             ct_tensor *loss = s == CT_OK ? ct_cross_entropy(ct_forward(r->model, x), y, NULL,
                                                             CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_MEAN, 0.0)
                                          : NULL;
+            if (s == CT_OK && !loss) s = ct_last_status(); /* the forward's own error, e.g. out of memory */
             if (s == CT_OK) s = ct_zero_grad(r->opt);
             if (s == CT_OK) s = ct_backward(loss);
             if (s == CT_OK) s = ct_step(r->opt);
@@ -175,6 +172,7 @@ static ct_status evaluate(run *r, epoch_result *res) {
                 ct_tensor *x, *y;
                 s = batch_to_device(&b, r->dev, &x, &y);
                 ct_tensor *logits = s == CT_OK ? ct_forward(r->model, x) : NULL;
+                if (s == CT_OK && !logits) s = ct_last_status();
                 ct_tensor *loss = ct_cross_entropy(logits, y, NULL, CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_SUM, 0.0);
                 ct_tensor *hits = ct_sum_all(ct_eq(ct_argmax(logits, 1, false), y));
                 double l = 0, h = 0;
@@ -242,19 +240,23 @@ static ct_status make_loaders(run *r) {
     return r->test_dl ? CT_OK : ct_last_status();
 }
 
-static ct_status open_logs(run *r) {
+/* A log that cannot be opened is a bad option value: exit 2 before training. */
+static int open_logs(run *r) {
     if (r->cfg.logdir[0]) {
         r->tb = ct_summary_writer_new(r->cfg.logdir);
-        if (!r->tb) return ct_last_status();
+        if (!r->tb) {
+            fprintf(stderr, "ctorch-train: --logdir %s: %s\n", r->cfg.logdir, ct_last_error());
+            return TRAIN_EXIT_USAGE;
+        }
     }
     if (r->cfg.metrics[0]) {
         r->metrics = fopen(r->cfg.metrics, "a");
         if (!r->metrics) {
             fprintf(stderr, "ctorch-train: cannot open --metrics %s: %s\n", r->cfg.metrics, strerror(errno));
-            return CT_ERR_IO;
+            return TRAIN_EXIT_USAGE;
         }
     }
-    return CT_OK;
+    return -1;
 }
 
 /* Restores a checkpoint (--resume) or initial weights (--weights). The
@@ -263,12 +265,12 @@ static int restore(run *r) {
     if (r->cfg.resume[0]) {
         char path[2200];
         bool found = false;
-        if (checkpoint_resolve(r->cfg.resume, r->cfg.ckpt_dir, path, sizeof path, &found) != CT_OK)
-            return TRAIN_EXIT_USAGE;
+        train_state st = {0};
+        ct_status s = checkpoint_resume(r->cfg.resume, r->cfg.ckpt_dir, r->model, r->opt, &st, &r->cfg,
+                                        r->st.train_samples, path, sizeof path, &found);
+        if (s == CT_ERR_OOM) return TRAIN_EXIT_OOM;
+        if (s != CT_OK) return TRAIN_EXIT_USAGE; /* an unusable checkpoint (the message is printed) */
         if (found) {
-            train_state st = {0};
-            ct_status s = checkpoint_load(path, r->model, r->opt, &st, &r->cfg);
-            if (s != CT_OK) return ct_last_error()[0] ? fail("cannot resume", s) : TRAIN_EXIT_USAGE;
             if (st.seed != r->cfg.seed && r->cfg.seed_given)
                 fprintf(stderr, "ctorch-train: note: the checkpoint's seed %llu replaces --seed %llu\n",
                         (unsigned long long)st.seed, (unsigned long long)r->cfg.seed);
@@ -277,6 +279,11 @@ static int restore(run *r) {
             ct_set_rng_state(st.rng_seed, st.rng_offset);
             printf("resumed from %s after epoch %d (step %" PRId64 ")\n", path, st.epoch, st.global_step);
             return -1;
+        }
+        if (r->cfg.eval_only) {
+            fprintf(stderr, "ctorch-train: --eval-only --resume auto: no checkpoint in %s to evaluate\n",
+                    r->cfg.ckpt_dir);
+            return TRAIN_EXIT_USAGE;
         }
         printf("no checkpoint in %s yet: starting from scratch\n", r->cfg.ckpt_dir);
     }
@@ -313,7 +320,12 @@ static int train_all(run *r) {
             ct_get_rng_state(&r->st.rng_seed, &r->st.rng_offset);
             r->st.seed = r->cfg.seed;
             s = checkpoint_save(r->cfg.ckpt_dir, r->model, r->opt, &r->st, &r->cfg, saved, sizeof saved);
-            if (s != CT_OK) return fail("cannot save the checkpoint", s);
+            if (s == CT_ERR_OOM) return fail("cannot save the checkpoint", s);
+            if (s != CT_OK) {
+                fprintf(stderr, "ctorch-train: cannot save the checkpoint of epoch %d (see above); %s\n", epoch + 1,
+                        epoch > 0 ? "the previous one is intact" : "no checkpoint was written");
+                return TRAIN_EXIT_WRITE;
+            }
             printf("saved %s\n", saved);
         }
         if (r->cfg.stop_after > 0 && epoch + 1 >= r->cfg.stop_after && epoch + 1 < r->cfg.epochs) {
@@ -323,6 +335,16 @@ static int train_all(run *r) {
     }
     print_summary(r, now_s() - t0, &te);
     return TRAIN_EXIT_OK;
+}
+
+/* The threads that will run CPU kernels (and call the BLAS). */
+static int max_compute_threads(const run *r) {
+    if (r->cfg.threads > 0) return r->cfg.threads;
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }
 
 static int setup(run *r) {
@@ -338,6 +360,14 @@ static int setup(run *r) {
             fprintf(stderr, "ctorch-train: install it with: apt-get install dataset-fashion-mnist\n");
         return s == CT_ERR_OOM ? TRAIN_EXIT_OOM : TRAIN_EXIT_DATA;
     }
+    r->st.train_samples = ct_dataset_len(r->data.train);
+    int rc = check_memory_headroom(r->dev.type == CT_DEVICE_CPU, max_compute_threads(r), r->cfg.workers);
+    if (rc >= 0) return rc;
+    if (r->cfg.ckpt_dir[0]) {
+        /* fail now, not after an epoch of training, when checkpoints cannot be written */
+        if (checkpoint_check_writable(r->cfg.ckpt_dir) != CT_OK || checkpoint_recover(r->cfg.ckpt_dir) != CT_OK)
+            return TRAIN_EXIT_USAGE;
+    }
     ct_manual_seed(r->cfg.seed);
     r->model = setup_model(&r->cfg, &r->data);
     if (!r->model) return ct_last_error()[0] ? fail("cannot build the model", ct_last_status()) : TRAIN_EXIT_USAGE;
@@ -345,7 +375,7 @@ static int setup(run *r) {
     r->opt = setup_optimizer(&r->cfg, r->model);
     if (!r->opt) return fail("cannot create the optimizer", ct_last_status());
     r->st.seed = r->cfg.seed;
-    int rc = restore(r);
+    rc = restore(r);
     if (rc >= 0) return rc;
     if (make_loaders(r) != CT_OK) return fail("cannot create the data loaders", ct_last_status());
     /* The schedule's closed form at the restored step gives the same rate
@@ -355,7 +385,8 @@ static int setup(run *r) {
     r->sched = setup_scheduler(&r->cfg, r->opt, total);
     if (!r->sched && strcmp(r->cfg.schedule, "none") != 0) return fail("cannot create the schedule", ct_last_status());
     for (int64_t i = 0; r->sched && i < r->st.global_step; i++) ct_scheduler_step(r->sched);
-    if (open_logs(r) != CT_OK) return ct_last_error()[0] ? fail("cannot open the logs", ct_last_status()) : TRAIN_EXIT_USAGE;
+    rc = open_logs(r);
+    if (rc >= 0) return rc;
     train_print_config(stdout, &r->cfg, desc);
     printf("%s: %" PRId64 " training and %" PRId64 " test images | %s, %" PRId64 " parameters\n",
            ct_dataset_name(r->data.train_full), ct_dataset_len(r->data.train), ct_dataset_len(r->data.test),
@@ -364,16 +395,25 @@ static int setup(run *r) {
     return -1;
 }
 
-static void teardown(run *r) {
+/* Frees everything; a log that could not be written turns success into
+ * TRAIN_EXIT_WRITE. */
+static int teardown(run *r, int rc) {
     ct_dataloader_free(r->train_dl);
     ct_dataloader_free(r->test_dl);
     ct_scheduler_free(r->sched);
     ct_optimizer_free(r->opt);
     ct_module_free(r->model);
     train_data_free(&r->data);
-    if (r->tb && ct_summary_writer_close(r->tb) != CT_OK)
+    bool lost = false;
+    if (r->tb && ct_summary_writer_close(r->tb) != CT_OK) {
         fprintf(stderr, "ctorch-train: writing the TensorBoard log failed: %s\n", ct_last_error());
-    if (r->metrics) fclose(r->metrics);
+        lost = true;
+    }
+    if (r->metrics && (ferror(r->metrics) | fclose(r->metrics))) {
+        fprintf(stderr, "ctorch-train: writing --metrics %s failed\n", r->cfg.metrics);
+        lost = true;
+    }
+    return lost && rc == TRAIN_EXIT_OK ? TRAIN_EXIT_WRITE : rc;
 }
 
 int main(int argc, char **argv) {
@@ -392,10 +432,8 @@ int main(int argc, char **argv) {
 #endif
         openblas_set_num_threads(r.cfg.threads);
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    install_signal_handlers(&g_interrupted);
     rc = setup(&r);
     if (rc < 0) rc = train_all(&r);
-    teardown(&r);
-    return rc;
+    return teardown(&r, rc);
 }

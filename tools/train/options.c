@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -92,8 +93,10 @@ static const char USAGE[] =
     "  -h, --help            this text\n"
     "  --version             ctorch's version\n"
     "\n"
-    "Exit status: 0 success, 1 a failure during training, 2 usage error, 3 data set\n"
-    "missing or malformed, 4 out of memory, 130 interrupted (Ctrl-C).\n";
+    "Exit status: 0 success, 1 a failure during training, 2 usage error (bad option\n"
+    "value, absent device, unusable checkpoint or log folder), 3 data set missing or\n"
+    "malformed, 4 out of memory, 5 a checkpoint or log could not be written, 130\n"
+    "interrupted (Ctrl-C; a second Ctrl-C ends the process at once).\n";
 
 enum {
     OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_EPOCHS, OPT_BATCH, OPT_OPTIM, OPT_LR,
@@ -141,7 +144,7 @@ static bool parse_double(const char *s, double lo, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo) || v != v) return false;
+    if (errno || end == s || *end || !(v >= lo) || !isfinite(v)) return false;
     *out = v;
     return true;
 }

@@ -7,6 +7,7 @@
 #ifndef CTORCH_TRAIN_H
 #define CTORCH_TRAIN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ enum {
     TRAIN_EXIT_USAGE = 2,     /* bad command line                            */
     TRAIN_EXIT_DATA = 3,      /* the data set is missing or malformed        */
     TRAIN_EXIT_OOM = 4,       /* out of memory on the device or the host     */
+    TRAIN_EXIT_WRITE = 5,     /* a checkpoint or log could not be written    */
     TRAIN_EXIT_INTERRUPTED = 130
 };
 
@@ -76,14 +78,36 @@ typedef struct train_state {
     uint64_t seed;
     uint64_t rng_seed, rng_offset;   /* the default generator                 */
     double best_accuracy;
+    int64_t train_samples;    /* the training set's size (steps per epoch follow) */
 } train_state;
-/* Writes <dir>/epoch-<k>/{model,optim}.safetensors, then <dir>/latest. */
+/* Writes <dir>/epoch-<k>/{model,optim}.safetensors, checksummed, puts the
+ * folder in place and points <dir>/latest at it (crash-safe; checkpoint.c). */
 ct_status checkpoint_save(const char *dir, ct_module *model, ct_optimizer *opt, const train_state *st,
                           const train_config *c, char *saved_path, size_t size);
-/* Resolves "auto" (the latest in dir; *found false if none) or a folder. */
-ct_status checkpoint_resolve(const char *resume, const char *dir, char *path, size_t size, bool *found);
-ct_status checkpoint_load(const char *path, ct_module *model, ct_optimizer *opt, train_state *st,
-                          const train_config *c);
+/* Completes or undoes what a crash interrupted in dir; run before reading it. */
+ct_status checkpoint_recover(const char *dir);
+/* Creates dir if needed and checks that files can be created in it. */
+ct_status checkpoint_check_writable(const char *dir);
+/* The checkpoint folders of dir to try, best first: the one latest names,
+ * then epoch-<k> by k descending. */
+ct_status checkpoint_candidates(const char *dir, char (*names)[64], int max, int *n);
+/* Restores model, optimizer and *st from `resume` (a folder) or, for "auto",
+ * from the newest intact checkpoint in dir (damaged ones are skipped with a
+ * warning). *found is false when "auto" finds no checkpoint at all. Errors:
+ * CT_ERR_FORMAT damaged, CT_ERR_INVALID_ARG not this run's, CT_ERR_OOM. */
+ct_status checkpoint_resume(const char *resume, const char *dir, ct_module *model, ct_optimizer *opt,
+                            train_state *st, const train_config *c, int64_t train_samples, char *path,
+                            size_t size, bool *found);
+
+/* safety.c */
+/* SIGINT/SIGTERM set *flag once, then end the process; SIGXFSZ is ignored. */
+void install_signal_handlers(volatile sig_atomic_t *flag);
+/* Kills the process at a named point of a save when CT_TRAIN_CRASH_AT asks
+ * (a testing hook). */
+void crash_point(const char *name);
+/* TRAIN_EXIT_OOM (after a message) when `ulimit -v` leaves too little for
+ * the threads that will run, else -1. */
+int check_memory_headroom(bool cpu_blas, int compute_threads, int loader_threads);
 
 /* setup.c */
 typedef struct train_data {
