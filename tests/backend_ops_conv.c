@@ -8,8 +8,10 @@
  * Variants cover stride, padding, dilation, groups (depthwise too), no
  * bias, 1×1 kernels (the path without im2col), an unbatched input, an
  * empty batch, and inputs that are transposed (H and W swapped in memory),
- * narrowed or expanded over the batch. Integer dtypes run the forward;
- * their gradients and bool are rejected by both sides alike.
+ * narrowed or expanded over the batch, and two large ones (131,072 output
+ * elements, and a strided grouped one). Integer dtypes run the forward;
+ * their gradients and bool are rejected by both sides alike. Results are
+ * long sums: compared per element within BO_TOL_MM.
  */
 #include "ctorch/functional_conv.h"
 #include "ops/conv.h"
@@ -36,7 +38,12 @@ static bo_conv_geom conv_variant(int v, bo_rng *r) {
         {3, 4, 6, 5, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, false, BO_TRANSPOSED},
         {4, 2, 6, 6, 2, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1, true, false, BO_EXPANDED},
     };
+    static const bo_conv_geom large[] = { /* outputs of 131,072 and 18,432 elements */
+        {8, 8, 32, 32, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, false, BO_CONTIGUOUS},
+        {2, 16, 48, 48, 16, 3, 3, {2, 2}, {1, 1}, {1, 1}, 4, true, false, BO_TRANSPOSED},
+    };
     const int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
+    if (v >= BO_LARGE_VARIANT) return large[v - BO_LARGE_VARIANT];
     if (v < nfixed) return fixed[v];
     bo_conv_geom g;
     memset(&g, 0, sizeof g);
@@ -78,6 +85,9 @@ static void run_conv2d(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
              (long long)g.groups, g.bias ? ", bias" : "");
     if (c->op == 0) {
         out[0] = ct_conv2d(x, w, b, g.stride, g.padding, g.dilation, g.groups);
+        if (dev.type == CT_DEVICE_CPU) /* the magnitudes of the terms: |x| * |w| + |b| */
+            out[2] = ct_conv2d(bo_abs64(x), bo_abs64(w), b ? bo_abs64(b) : NULL, g.stride,
+                               g.padding, g.dilation, g.groups);
         return;
     }
     ct_tensor *gy = bo_input(r, conv_out_shape(&g), dt, c->range, BO_CONTIGUOUS, dev);
@@ -88,8 +98,11 @@ static void run_conv2d(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
     if (st == CT_OK) out[0] = ct_track(grad);
 }
 
-#define BO_CONV_CASES                                                                   \
-    {"conv2d", "conv", run_conv2d, 0, 0, BO_FINITE, BO_TOL_MM},                         \
-        {"conv2d_grad_input", "conv", run_conv2d, 1, 0, BO_FINITE, BO_TOL_MM},          \
-        {"conv2d_grad_weight", "conv", run_conv2d, 2, 0, BO_FINITE, BO_TOL_MM},         \
-        {"conv2d_grad_bias", "conv", run_conv2d, 3, 0, BO_FINITE, BO_TOL_MM},
+#define CONV(n_, op_, dts_) \
+    {.name = n_, .family = "conv", .run = run_conv2d, .op = op_, .range = BO_FINITE, \
+     .tol = BO_TOL_MM, .dtypes = dts_}
+
+/* The forward takes integers (no bool); the gradients need floats. */
+#define BO_CONV_CASES                                                                              \
+    CONV("conv2d", 0, BO_DT_NOBOOL), CONV("conv2d_grad_input", 1, BO_DT_FLOAT),                    \
+    CONV("conv2d_grad_weight", 2, BO_DT_FLOAT), CONV("conv2d_grad_bias", 3, BO_DT_FLOAT),

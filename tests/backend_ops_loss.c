@@ -9,9 +9,10 @@
  * Variants cover [N, C], unbatched [C], [N, C, d] and [N, C, h, w] inputs,
  * long rows (700 classes), an empty batch, every reduction, weights,
  * ignored targets and label smoothing, broadcasting targets and weights,
- * and transposed, narrowed or expanded layouts. Integer dtypes are
+ * and transposed, narrowed, expanded or strided layouts. Integer dtypes are
  * rejected by both sides alike. Each row has one output: the optimizer rows
- * concatenate the parameter and its state after two steps.
+ * update views in place and concatenate the bases of the parameter and its
+ * state after two steps.
  */
 #include "ctorch/functional_loss.h"
 #include "ops/loss.h"
@@ -44,6 +45,7 @@ static bo_class_setup class_setup(int v, bo_rng *r) {
     default: s.xs = CT_SHAPE(n, 700), s.ts = CT_SHAPE(n); break; /* long rows */
     }
     if (v == 5) s.xs.dims[0] = s.ts.dims[0] = 0; /* an empty batch */
+    if (v == BO_LARGE_VARIANT) s.xs = CT_SHAPE(201, 500), s.ts = CT_SHAPE(201); /* 100,500 */
     s.classes = s.xs.ndim == 1 ? s.xs.dims[0] : s.xs.dims[1];
     s.weighted = v % 2 == 0;
     s.ignore_index = v % 3 == 0 ? CT_IGNORE_INDEX_DEFAULT : 1;
@@ -52,6 +54,9 @@ static bo_class_setup class_setup(int v, bo_rng *r) {
     s.layout = (bo_layout)bo_int(r, 0, BO_LAYOUTS_);
     return s;
 }
+
+/* Variant 7 has a class target out of range (a deliberate error). */
+static bool target_out_of_range(const bo_case *c, ct_dtype dt, int v) { return v == 7; }
 
 /* Class targets in [0, C), some equal to ignore_index; in variant 7 one
  * out of range, which the device must report as the CPU does. */
@@ -165,22 +170,27 @@ static void run_pointwise_loss(const bo_case *c, ct_dtype dt, int v, bo_rng *r, 
 /* ---- optimizer updates ------------------------------------------------------------------------------- */
 
 /* c->op: 0 SGD (momentum; nesterov, dampening, weight decay, maximize by
- * variant), 1 Adam, 2 AdamW with amsgrad. Two steps; the result is the
- * parameter and every state tensor, flattened and concatenated. */
+ * variant), 1 Adam, 2 AdamW with amsgrad. Two steps, in place: the
+ * parameter and each state tensor are views (transposed, narrowed,
+ * strided), and the result is their whole bases, flattened and
+ * concatenated. */
 static void run_optim(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
                       ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
     variant_shape(v, r, &s, &l);
-    if (l == BO_EXPANDED) l = BO_NARROWED; /* a parameter must be writable */
     ct_dtype sdt = (dt == CT_FLOAT16 || dt == CT_BFLOAT16) && v % 2 ? CT_FLOAT32 : dt;
-    ct_tensor *p = bo_input(r, s, dt, vrange(c->range, v), l, dev), *st[3] = {NULL, NULL, NULL};
+    ct_tensor *base[4], *p = view_target(r, s, &l, dt, vrange(c->range, v), dev, &base[0]);
+    ct_tensor *st[3] = {NULL, NULL, NULL};
     int nstate = c->op == 0 ? 1 : c->op == 1 ? 2 : 3;
-    for (int k = 0; k < nstate; k++) /* state as after earlier steps (second moments >= 0) */
-        st[k] = bo_input(r, s, sdt, k == 0 ? BO_FINITE : BO_POSITIVE | BO_NO_SPECIALS,
-                         k == 0 ? l : BO_CONTIGUOUS, dev);
     describe(desc, dn, "param", s, l);
-    snprintf(desc + strlen(desc), dn - strlen(desc), ", state %s", ct_dtype_name(sdt));
+    for (int k = 0; k < nstate; k++) { /* state as after earlier steps (second moments >= 0) */
+        bo_layout ls = (bo_layout)((l + 1 + k) % BO_LAYOUTS_);
+        st[k] = view_target(r, s, &ls, sdt, k == 0 ? BO_FINITE : BO_POSITIVE | BO_NO_SPECIALS,
+                            dev, &base[k + 1]);
+        describe(desc, dn, "state", s, ls);
+    }
+    snprintf(desc + strlen(desc), dn - strlen(desc), " (%s)", ct_dtype_name(sdt));
     ct_status status = CT_OK;
     for (int step = 1; step <= 2 && status == CT_OK; step++) {
         ct_tensor *g = bo_input(r, s, dt, vrange(c->range, v), (bo_layout)bo_int(r, 0, BO_LAYOUTS_), dev);
@@ -195,25 +205,29 @@ static void run_optim(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device
         }
     }
     if (status != CT_OK) return;
-    ct_tensor *parts[4] = {ct_flatten(p, 0, -1)};
-    for (int k = 0; k < nstate; k++) parts[k + 1] = ct_flatten(st[k], 0, -1);
+    ct_tensor *parts[4];
+    for (int k = 0; k <= nstate; k++) parts[k] = ct_flatten(base[k], 0, -1);
     out[0] = ct_cat(parts, nstate + 1, 0);
 }
 
-#define BO_LOSS_CASES                                                            \
-    {"cross_entropy", "loss", run_class_loss, 0, 0, BO_DEFAULT, BO_TOL_EW},      \
-        {"ce_grad", "loss", run_class_loss, 1, 0, BO_DEFAULT, BO_TOL_EW},        \
-        {"ce_prob", "loss", run_class_loss, 2, 0, BO_DEFAULT, BO_TOL_EW},        \
-        {"ce_prob_grad", "loss", run_class_loss, 3, 0, BO_DEFAULT, BO_TOL_EW},   \
-        {"ce_prob_grad_t", "loss", run_class_loss, 4, 0, BO_DEFAULT, BO_TOL_EW}, \
-        {"nll_loss", "loss", run_class_loss, 5, 0, BO_DEFAULT, BO_TOL_EW},       \
-        {"nll_grad", "loss", run_class_loss, 6, 0, BO_DEFAULT, BO_TOL_EW},       \
-        {"mse_loss", "loss", run_pointwise_loss, 0, 0, BO_DEFAULT, BO_TOL_EW},   \
-        {"mse_grad", "loss", run_pointwise_loss, 1, 0, BO_DEFAULT, BO_TOL_EW},   \
-        {"mse_grad_t", "loss", run_pointwise_loss, 2, 0, BO_DEFAULT, BO_TOL_EW}, \
-        {"bce_logits", "loss", run_pointwise_loss, 3, 0, BO_DEFAULT, BO_TOL_EW}, \
-        {"bce_grad", "loss", run_pointwise_loss, 4, 0, BO_DEFAULT, BO_TOL_EW},   \
-        {"bce_grad_t", "loss", run_pointwise_loss, 5, 0, BO_DEFAULT, BO_TOL_EW}, \
-        {"sgd_update", "optim", run_optim, 0, 0, BO_DEFAULT, BO_TOL_EW},         \
-        {"adam_update", "optim", run_optim, 1, 0, BO_DEFAULT, BO_TOL_EW},        \
-        {"adamw_amsgrad", "optim", run_optim, 2, 0, BO_DEFAULT, BO_TOL_EW},
+#define LOSS(n_, run_, op_, err_) \
+    {.name = n_, .family = "loss", .run = run_, .op = op_, .range = BO_DEFAULT, \
+     .tol = BO_TOL_RED, .dtypes = BO_DT_FLOAT, .deliberate_error = err_}
+#define OPTIM(n_, op_) \
+    {.name = n_, .family = "optim", .run = run_optim, .op = op_, .range = BO_DEFAULT, \
+     .tol = BO_TOL_EW, .dtypes = BO_DT_FLOAT}
+
+/* Losses need floats and sum (BO_TOL_RED); the optimizer updates are
+ * pointwise formulas (BO_TOL_EW). */
+#define BO_LOSS_CASES                                                                              \
+    LOSS("cross_entropy", run_class_loss, 0, target_out_of_range),                                 \
+    LOSS("ce_grad", run_class_loss, 1, target_out_of_range),                                       \
+    LOSS("ce_prob", run_class_loss, 2, NULL), LOSS("ce_prob_grad", run_class_loss, 3, NULL),       \
+    LOSS("ce_prob_grad_t", run_class_loss, 4, NULL),                                               \
+    LOSS("nll_loss", run_class_loss, 5, target_out_of_range),                                      \
+    LOSS("nll_grad", run_class_loss, 6, target_out_of_range),                                      \
+    LOSS("mse_loss", run_pointwise_loss, 0, NULL), LOSS("mse_grad", run_pointwise_loss, 1, NULL),  \
+    LOSS("mse_grad_t", run_pointwise_loss, 2, NULL),                                               \
+    LOSS("bce_logits", run_pointwise_loss, 3, NULL), LOSS("bce_grad", run_pointwise_loss, 4, NULL), \
+    LOSS("bce_grad_t", run_pointwise_loss, 5, NULL),                                               \
+    OPTIM("sgd_update", 0), OPTIM("adam_update", 1), OPTIM("adamw_amsgrad", 2),

@@ -9,7 +9,9 @@
  * Inputs come in every layout of the harness (transposed, narrowed,
  * expanded over the batch), unbatched and empty where the op allows, with
  * NaN/inf in the variants that have specials (max pooling must pick the
- * same NaN). Several results of one call are concatenated into one tensor
+ * same NaN). Batch norm updates its running statistics in place in views
+ * (narrowed, or strided with stride 2) whose whole bases are compared.
+ * Several results of one call are concatenated into one tensor
  * (all in the input's dtype) so they are compared together; indices and
  * dropout masks are the exact second output. Integer dtypes run only where
  * the op accepts them (embedding's forward); elsewhere both sides must
@@ -29,7 +31,8 @@ typedef struct bo_pool {
 } bo_pool;
 
 /* Variant 0 is unbatched, 1 an empty batch, 2 a large plane (many work
- * items per kernel); the rest are random. */
+ * items per kernel), the first large variant more than 100,000 elements;
+ * the rest are random. */
 static bo_pool pool_variant(int v, bo_rng *r, bool dilation) {
     bo_pool g;
     memset(&g, 0, sizeof g);
@@ -45,6 +48,7 @@ static bo_pool pool_variant(int v, bo_rng *r, bool dilation) {
     if (v == 0) g.in = CT_SHAPE(bo_int(r, 1, 4), h, w);
     if (v == 1) g.in.dims[0] = 0;
     if (v == 2) g.in = CT_SHAPE(2, 3, 40 + h, 33 + w);
+    if (v == BO_LARGE_VARIANT) g.in = CT_SHAPE(4, 8, 60 + h, 61 + w); /* > 100,000 elements */
     g.layout = v < 3 ? BO_CONTIGUOUS : (bo_layout)(v % BO_LAYOUTS_);
     g.ceil_mode = bo_int(r, 0, 2);
     g.count_include_pad = bo_int(r, 0, 2);
@@ -101,11 +105,12 @@ static ct_tensor *bo_concat(ct_tensor *const *ts, int n) {
     return ct_cat(flat, n, 0);
 }
 
-/* [N, C, ...] with variant 1 an empty batch and variant 2 long channels
- * (work-groups that loop). */
+/* [N, C, ...] with variant 1 an empty batch and variants 2 and 16 long
+ * channels (work-groups that loop). */
 static ct_shape bn_shape(int v, bo_rng *r) {
     if (v == 1) return CT_SHAPE(0, 3, 2);
     if (v == 2) return CT_SHAPE(4, 3, 20, 15);
+    if (v == BO_LARGE_VARIANT) return CT_SHAPE(8, 16, 30, 29); /* 111,360 elements */
     ct_shape s;
     s.ndim = (int)bo_int(r, 2, 5);
     for (int d = 0; d < s.ndim; d++) s.dims[d] = bo_int(r, 1, 6);
@@ -127,17 +132,21 @@ static void run_batch_norm(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_d
     ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
     ct_tensor *w = bo_input(r, cs, dt, BO_TAME, BO_CONTIGUOUS, dev);
     ct_tensor *b = bo_input(r, cs, dt, BO_FINITE, BO_CONTIGUOUS, dev);
-    ct_tensor *rm = bo_input(r, cs, dt, BO_FINITE, BO_CONTIGUOUS, dev);
-    ct_tensor *rv = bo_input(r, cs, dt, BO_TAME, BO_CONTIGUOUS, dev);
+    /* the running statistics, updated in place, are views (stride 2 in odd
+     * variants) whose whole bases are compared */
+    bo_layout lr = v % 2 ? BO_STRIDED : BO_NARROWED;
+    ct_tensor *rm_base, *rm = view_target(r, cs, &lr, dt, BO_FINITE, dev, &rm_base);
+    ct_tensor *rv_base, *rv = view_target(r, cs, &lr, dt, BO_TAME, dev, &rv_base);
     bool affine = v % 4 != 3;
     describe(desc, dn, "x", s, l);
-    snprintf(desc + strlen(desc), dn - strlen(desc), "%s", affine ? "" : ", no weight/bias");
+    snprintf(desc + strlen(desc), dn - strlen(desc), "%s, running stats %s",
+             affine ? "" : ", no weight/bias", bo_layout_name(lr));
     ct_tensor *sm = NULL, *si = NULL;
     ct_tensor *y = ct_track(cti_batch_norm_forward(x, rm, rv, affine ? w : NULL, affine ? b : NULL,
                                                    training, 0.2, 1e-4, &sm, &si));
     ct_track(sm), ct_track(si);
     if (!backward) {
-        ct_tensor *all[3] = {y, rm, rv};
+        ct_tensor *all[3] = {y, rm_base, rv_base};
         out[0] = bo_concat(all, 3);
         return;
     }
@@ -152,11 +161,12 @@ static void run_batch_norm(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_d
 }
 
 /* Input [*, normalized] with the normalised dims last: variant 2 has rows
- * of 700 (work-groups that loop over a row). */
+ * of 700 (work-groups that loop over a row), variant 16 101,000 elements in
+ * rows of 1,000. */
 static void ln_shapes(int v, bo_rng *r, ct_shape *in, ct_shape *norm) {
-    if (v == 2) {
-        *in = CT_SHAPE(3, 700);
-        *norm = CT_SHAPE(700);
+    if (v == 2 || v == BO_LARGE_VARIANT) {
+        *in = v == 2 ? CT_SHAPE(3, 700) : CT_SHAPE(101, 2, 500);
+        *norm = v == 2 ? CT_SHAPE(700) : CT_SHAPE(2, 500);
         return;
     }
     in->ndim = (int)bo_int(r, 1, 5);
@@ -258,20 +268,29 @@ static void run_embedding(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_de
     out[0] = ct_track(cti_embedding_backward(grad, idx, vocab, padding));
 }
 
-#define BO_NN_CASES                                                                           \
-    {"max_pool2d", "nn", run_pool, 0, 0, BO_DEFAULT, BO_TOL_EXACT},                           \
-        {"max_pool2d_bwd", "nn", run_pool, 1, 0, BO_DEFAULT, BO_TOL_EW},                      \
-        {"avg_pool2d", "nn", run_pool, 2, 0, BO_DEFAULT, BO_TOL_EW},                          \
-        {"avg_pool2d_bwd", "nn", run_pool, 3, 0, BO_DEFAULT, BO_TOL_EW},                      \
-        {"adaptive_pool", "nn", run_pool, 4, 0, BO_DEFAULT, BO_TOL_EW},                       \
-        {"adaptive_bwd", "nn", run_pool, 5, 0, BO_DEFAULT, BO_TOL_EW},                        \
-        {"batch_norm", "nn", run_batch_norm, 0, 0, BO_FINITE, BO_TOL_EW},                     \
-        {"batch_norm_eval", "nn", run_batch_norm, 1, 0, BO_FINITE, BO_TOL_EW},                \
-        {"batch_norm_bwd", "nn", run_batch_norm, 2, 0, BO_FINITE, BO_TOL_EW},                 \
-        {"bn_eval_bwd", "nn", run_batch_norm, 3, 0, BO_FINITE, BO_TOL_EW},                    \
-        {"layer_norm", "nn", run_layer_norm, 0, 0, BO_FINITE, BO_TOL_EW},                     \
-        {"layer_norm_bwd", "nn", run_layer_norm, 1, 0, BO_FINITE, BO_TOL_EW},                 \
-        {"dropout", "nn", run_dropout, 0, 0, BO_DEFAULT, BO_TOL_EXACT},                       \
-        {"dropout_bwd", "nn", run_dropout, 1, 0, BO_DEFAULT, BO_TOL_EXACT},                   \
-        {"embedding", "nn", run_embedding, 0, 0, BO_DEFAULT, BO_TOL_EXACT},                   \
-        {"embedding_bwd", "nn", run_embedding, 1, 0, BO_FINITE, BO_TOL_EW},
+#define NN(n_, run_, op_, range_, tol_, dts_) \
+    {.name = n_, .family = "nn", .run = run_, .op = op_, .range = range_, .tol = tol_, \
+     .dtypes = dts_}
+
+/* Everything but the embedding lookup needs floats. max_pool2d picks
+ * values (exact, but of -0 and +0 either may win); its backward, pooling
+ * averages and norms are sums (BO_TOL_RED); dropout multiplies by the same
+ * mask and scale on every device (exact). */
+#define BO_NN_CASES                                                                                \
+    {.name = "max_pool2d", .family = "nn", .run = run_pool, .range = BO_DEFAULT,                   \
+     .tol = BO_TOL_EXACT, .dtypes = BO_DT_FLOAT, .flags = BO_ANY_ZERO_SIGN},                       \
+    NN("max_pool2d_bwd", run_pool, 1, BO_DEFAULT, BO_TOL_RED, BO_DT_FLOAT),                        \
+    NN("avg_pool2d", run_pool, 2, BO_DEFAULT, BO_TOL_RED, BO_DT_FLOAT),                            \
+    NN("avg_pool2d_bwd", run_pool, 3, BO_DEFAULT, BO_TOL_RED, BO_DT_FLOAT),                        \
+    NN("adaptive_pool", run_pool, 4, BO_DEFAULT, BO_TOL_RED, BO_DT_FLOAT),                         \
+    NN("adaptive_bwd", run_pool, 5, BO_DEFAULT, BO_TOL_RED, BO_DT_FLOAT),                          \
+    NN("batch_norm", run_batch_norm, 0, BO_FINITE, BO_TOL_RED, BO_DT_FLOAT),                       \
+    NN("batch_norm_eval", run_batch_norm, 1, BO_FINITE, BO_TOL_RED, BO_DT_FLOAT),                  \
+    NN("batch_norm_bwd", run_batch_norm, 2, BO_FINITE, BO_TOL_RED, BO_DT_FLOAT),                   \
+    NN("bn_eval_bwd", run_batch_norm, 3, BO_FINITE, BO_TOL_RED, BO_DT_FLOAT),                      \
+    NN("layer_norm", run_layer_norm, 0, BO_FINITE, BO_TOL_RED, BO_DT_FLOAT),                       \
+    NN("layer_norm_bwd", run_layer_norm, 1, BO_FINITE, BO_TOL_RED, BO_DT_FLOAT),                   \
+    NN("dropout", run_dropout, 0, BO_DEFAULT, BO_TOL_EXACT, BO_DT_FLOAT),                          \
+    NN("dropout_bwd", run_dropout, 1, BO_DEFAULT, BO_TOL_EXACT, BO_DT_FLOAT),                      \
+    NN("embedding", run_embedding, 0, BO_DEFAULT, BO_TOL_EXACT, BO_DT_ALL),                        \
+    NN("embedding_bwd", run_embedding, 1, BO_FINITE, BO_TOL_RED, BO_DT_FLOAT),

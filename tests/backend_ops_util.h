@@ -2,8 +2,9 @@
  * backend_ops_util.h — the machinery of the cross-backend harness
  * (tests/test_backend_ops.c): a seedable random source that rebuilds the
  * same inputs on every device, input tensors with a chosen memory layout
- * (transposed, narrowed, expanded) made by the same view calls on every
- * device, and the comparison of a device result with the CPU's.
+ * (transposed, narrowed, expanded, strided) made by the same view calls on every
+ * device, the shapes of each variant, and the description of a case (a row
+ * of the harness's table). The comparison is in backend_ops_compare.c.
  *
  * Inputs are never copied as views: the contiguous base is moved with
  * ct_to_device and the view is taken there, so a device sees exactly the
@@ -116,11 +117,13 @@ typedef enum bo_layout {
     BO_TRANSPOSED, /* the last two dims swapped in memory               */
     BO_NARROWED,   /* a slice of a larger tensor (offset and gaps)       */
     BO_EXPANDED,   /* a size-1 dim expanded (stride 0)                   */
+    BO_STRIDED,    /* every other element of the last dim (stride 2)     */
     BO_LAYOUTS_
 } bo_layout;
 
 static inline const char *bo_layout_name(bo_layout l) {
-    static const char *const names[] = {"contiguous", "transposed", "narrowed", "expanded"};
+    static const char *const names[] = {"contiguous", "transposed", "narrowed", "expanded",
+                                        "strided"};
     return names[l];
 }
 
@@ -143,6 +146,8 @@ static inline ct_shape bo_base_shape(ct_shape s, bo_layout l) {
         b.dims[0] += s.ndim > 1 ? 1 : 0;
     } else if (l == BO_EXPANDED && s.ndim >= 1) {
         b.dims[0] = 1;
+    } else if (l == BO_STRIDED && s.ndim >= 1) {
+        b.dims[s.ndim - 1] = 2 * s.dims[s.ndim - 1] + 1;
     }
     return b;
 }
@@ -154,6 +159,8 @@ static inline ct_tensor *bo_view(ct_tensor *base, ct_shape s, bo_layout l) {
         return s.ndim > 1 ? ct_narrow(t, 0, 1, s.dims[0]) : t;
     }
     if (l == BO_EXPANDED && s.ndim >= 1) return ct_expand(base, s);
+    if (l == BO_STRIDED && s.ndim >= 1)
+        return ct_slice(base, s.ndim - 1, 1, 1 + 2 * s.dims[s.ndim - 1], 2);
     return base; /* (inside a scope: ct_retain would take a reference it never owns) */
 }
 
@@ -171,127 +178,150 @@ static inline ct_tensor *bo_input(bo_rng *r, ct_shape s, ct_dtype dt, bo_range r
     return bo_view(ct_to_device(base, dev), s, l);
 }
 
+/* A writable view of shape s over a base of values of dtype dt in range on
+ * dev, for ops that write in place: compare the whole base, so that a write
+ * outside the view, or one missing inside it, shows. Layout *l, expanded
+ * excepted (not writable: it becomes strided). Call inside a scope. */
+static inline ct_tensor *view_target(bo_rng *r, ct_shape s, bo_layout *l, ct_dtype dt,
+                                     bo_range range, ct_device dev, ct_tensor **base) {
+    if (*l == BO_EXPANDED) *l = BO_STRIDED;
+    *base = bo_input(r, bo_base_shape(s, *l), dt, range, BO_CONTIGUOUS, dev);
+    return bo_view(*base, s, *l);
+}
+
+/* |x| in float64 (sums of magnitudes overflow no 16-bit dtype there). */
+static inline ct_tensor *bo_abs64(const ct_tensor *x) { return ct_abs(ct_to_dtype(x, CT_FLOAT64)); }
+
+/* n * |result| in float64: the magnitude for a product or a sum of n
+ * nonnegative terms, whose rounding error grows with n relative to it. */
+static inline ct_tensor *bo_scaled_abs(const ct_tensor *result, int64_t n) {
+    return ct_mul_scalar(bo_abs64(result), (double)(n > 0 ? n : 1));
+}
+
 /* An int64 tensor of the given values on dev. */
 static inline ct_tensor *bo_indices(const int64_t *v, ct_shape s, ct_device dev) {
     return ct_to_device(ct_from_data(v, CT_INT64, s, CT_OPTS(.dtype = CT_INT64)), dev);
 }
 
-/* ---- comparison ------------------------------------------------------------------- */
+/* ---- dtypes ---------------------------------------------------------------------- */
 
+#define BO_NDTYPES 8
+static const ct_dtype g_dtypes[BO_NDTYPES] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16,
+                                              CT_INT32,   CT_INT64,   CT_UINT8,   CT_BOOL};
+static const char *const g_dtype_short[BO_NDTYPES] = {"f32", "f64", "f16", "bf16",
+                                                      "i32", "i64", "u8",  "bool"};
+
+/* Sets of dtypes, one bit per ct_dtype value. */
+#define BO_DT(dt) (1u << (unsigned)(dt))
+#define BO_DT_FLOAT (BO_DT(CT_FLOAT32) | BO_DT(CT_FLOAT64) | BO_DT(CT_FLOAT16) | BO_DT(CT_BFLOAT16))
+#define BO_DT_NOBOOL (BO_DT_FLOAT | BO_DT(CT_INT32) | BO_DT(CT_INT64) | BO_DT(CT_UINT8))
+#define BO_DT_ALL (BO_DT_NOBOOL | BO_DT(CT_BOOL))
+
+/* ---- cases ------------------------------------------------------------------------- */
+
+/* How a device result is compared with the cpu's (backend_ops_compare.c). */
 typedef enum bo_tol {
-    BO_TOL_EW,    /* computed: NMSE 1e-7 (float32), 1e-12 (float64), assert_close (16-bit) */
-    BO_TOL_EXACT, /* moved or converted, never computed: identical values */
-    BO_TOL_MM     /* matrix products: NMSE 5e-4 */
+    BO_TOL_EXACT, /* moved, converted or selected, never computed: identical, sign of zero too */
+    BO_TOL_EW,    /* computed pointwise: each element within a few ulps of the cpu's        */
+    BO_TOL_RED,   /* sums in another order (reductions, norms, losses): per element, with an
+                     absolute part scaled by the result's largest magnitude                  */
+    BO_TOL_MM     /* long dot products (matmul, convolution): as RED, looser                 */
 } bo_tol;
 
-static inline bool bo_same_special(double a, double b) {
-    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
-    if (isinf(a) || isinf(b)) return a == b;
-    return true;
-}
+/* bo_case.flags */
+enum {
+    BO_ANY_ZERO_SIGN = 1 /* the op leaves the sign of a zero result undefined (sums) */
+};
 
-/* Same shape and dtype as the cpu result, and on the device it ran on. */
-static inline bool bo_check_meta(const ct_tensor *want, const ct_tensor *got, ct_device dev,
-                                 char *why, size_t why_size) {
-    char ws[96], gs[96], d1[32], d2[32];
-    bo_shape_str(ct_shape_of(want), ws, sizeof ws);
-    bo_shape_str(ct_shape_of(got), gs, sizeof gs);
-    if (strcmp(ws, gs) != 0 || ct_dtype_of(want) != ct_dtype_of(got)) {
-        snprintf(why, why_size, "result %s %s, cpu gives %s %s", gs,
-                 ct_dtype_name(ct_dtype_of(got)), ws, ct_dtype_name(ct_dtype_of(want)));
-        return false;
+typedef struct bo_case bo_case;
+/* Build the inputs from r on dev and run the op; out[0..1] receive the
+ * results (NULL on error), desc a description of the inputs. Runs inside a
+ * scope that keeps only out[]. On the cpu run, a runner of sums may set
+ * out[2] to the magnitudes of the terms of each element of out[0]
+ * (bo_abs64, bo_scaled_abs), which scale the tolerance of sums. */
+typedef void (*bo_run_fn)(const bo_case *c, ct_dtype dt, int variant, bo_rng *r, ct_device dev,
+                          ct_tensor **out, char *desc, size_t desc_size);
+/* Whether variant v in dtype dt is built to be rejected (a deliberate error
+ * case: division by zero, a target out of range…). */
+typedef bool (*bo_error_fn)(const bo_case *c, ct_dtype dt, int variant);
+
+struct bo_case {
+    const char *name;
+    const char *family;
+    bo_run_fn run;
+    int op;           /* op code or target dtype, per runner */
+    double p0;        /* op parameter, per runner */
+    bo_range range;
+    bo_tol tol;
+    unsigned dtypes;  /* BO_DT set the op accepts: there the cpu must succeed */
+    unsigned flags;
+    bo_error_fn deliberate_error; /* NULL: no variant is an error case */
+};
+
+/* Variants per (case, dtype); the last two are large (see variant_shape). */
+#define BO_VARIANTS 18
+#define BO_LARGE_VARIANT 16
+
+/* ---- shapes and layouts per variant -------------------------------------------------- */
+
+/* 0-dim, one element, empty, then growing ranks and every layout, long
+ * rows (work-group reductions), random ones, and two of more than 100,000
+ * elements (many work-groups per launch, index arithmetic past 2^16). */
+static inline void variant_shape(int v, bo_rng *r, ct_shape *s, bo_layout *l) {
+    static const struct { int ndim; int64_t dims[4]; bo_layout l; } fixed[] = {
+        {0, {0}, BO_CONTIGUOUS},          {1, {1}, BO_CONTIGUOUS},
+        {2, {0, 3}, BO_CONTIGUOUS},       {1, {6}, BO_NARROWED},
+        {2, {4, 5}, BO_TRANSPOSED},       {2, {3, 7}, BO_NARROWED},
+        {3, {2, 3, 5}, BO_EXPANDED},      {4, {2, 1, 4, 3}, BO_TRANSPOSED},
+        {2, {3, 700}, BO_CONTIGUOUS},     {2, {300, 3}, BO_TRANSPOSED},
+    };
+    static const struct { int ndim; int64_t dims[4]; bo_layout l; } large[] = {
+        {2, {257, 393}, BO_CONTIGUOUS}, {3, {3, 181, 191}, BO_TRANSPOSED},
+    };
+    const int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
+    if (v >= BO_LARGE_VARIANT) {
+        *s = ct_shape_make(large[v - BO_LARGE_VARIANT].ndim, large[v - BO_LARGE_VARIANT].dims);
+        *l = large[v - BO_LARGE_VARIANT].l;
+        return;
     }
-    if (!ct_device_equal(ct_device_of(got), dev)) {
-        snprintf(why, why_size, "result on %s, expected it on %s",
-                 ct_device_format(ct_device_of(got), d1, sizeof d1),
-                 ct_device_format(dev, d2, sizeof d2));
-        return false;
+    if (v < nfixed) {
+        *s = ct_shape_make(fixed[v].ndim, fixed[v].dims);
+        *l = fixed[v].l;
+        return;
     }
-    return true;
+    s->ndim = (int)bo_int(r, 1, 5);
+    for (int d = 0; d < s->ndim; d++) s->dims[d] = bo_int(r, 1, 7);
+    *l = (bo_layout)bo_int(r, 0, BO_LAYOUTS_);
 }
 
-/* Both results as host arrays of `as` (int64 or float64); false when a copy
- * fails. The caller frees *a and *b. */
-static inline bool bo_read_both(const ct_tensor *want, const ct_tensor *got, ct_dtype as,
-                                void **a, void **b, char *why, size_t why_size) {
-    int64_t n = ct_numel(want);
-    *a = malloc(8 * (size_t)(n + 1));
-    *b = malloc(8 * (size_t)(n + 1));
-    if (ct_copy_to_host(want, *a, as, n) == CT_OK && ct_copy_to_host(got, *b, as, n) == CT_OK)
-        return true;
-    snprintf(why, why_size, "reading results: %s", ct_last_error());
-    return false;
+/* Specials (NaN, ±inf, ±0) only in some variants: elsewhere, and in the
+ * long rows above all, one NaN would make whole results NaN and hide the
+ * values. The second large variant has them (NaN positions over many
+ * work-groups). */
+static inline bo_range vrange(bo_range r, int v) {
+    return v % 2 == 1 && v != 9 ? r : (bo_range)(r | BO_NO_SPECIALS);
 }
 
-/* Integers and bool: identical, compared as int64 (doubles lose bits). */
-static inline bool bo_compare_ints(const ct_tensor *want, const ct_tensor *got, char *why,
-                                   size_t why_size) {
-    void *pa, *pb;
-    bool ok = bo_read_both(want, got, CT_INT64, &pa, &pb, why, why_size);
-    const int64_t *a = pa, *b = pb;
-    for (int64_t i = 0; ok && i < ct_numel(want); i++)
-        if (a[i] != b[i]) {
-            snprintf(why, why_size, "element %lld: %lld, cpu gives %lld", (long long)i,
-                     (long long)b[i], (long long)a[i]);
-            ok = false;
-        }
-    free(pa);
-    free(pb);
-    return ok;
+static inline void describe(char *desc, size_t n, const char *what, ct_shape s, bo_layout l) {
+    char sh[96];
+    size_t k = strlen(desc);
+    bo_shape_str(s, sh, sizeof sh);
+    snprintf(desc + k, n - k, "%s%s %s %s", k ? ", " : "", what, sh, bo_layout_name(l));
 }
 
-/* Floats: NaN/inf at the same places, then per tolerance class: identical
- * values, PyTorch's assert_close per element (16-bit computed results), or
- * a normalised mean squared error. */
-static inline bool bo_compare_floats(const ct_tensor *want, const ct_tensor *got, bo_tol tol,
-                                     char *why, size_t why_size) {
-    void *pa, *pb;
-    bool ok = bo_read_both(want, got, CT_FLOAT64, &pa, &pb, why, why_size);
-    const double *a = pa, *b = pb;
-    ct_dtype dt = ct_dtype_of(want);
-    double rtol, atol, err2 = 0.0, ref2 = 0.0;
-    ct_test_tolerances(dt, &rtol, &atol);
-    bool per_element = tol == BO_TOL_EW && (dt == CT_FLOAT16 || dt == CT_BFLOAT16);
-    for (int64_t i = 0; ok && i < ct_numel(want); i++) {
-        double d = b[i] - a[i];
-        if (!bo_same_special(a[i], b[i])) {
-            snprintf(why, why_size, "element %lld: %.9g, cpu gives %.9g (NaN/inf positions differ)",
-                     (long long)i, b[i], a[i]);
-            ok = false;
-        } else if (!isfinite(a[i])) {
-            continue;
-        } else if (tol == BO_TOL_EXACT && d != 0.0) {
-            snprintf(why, why_size, "element %lld: %.17g, cpu gives %.17g (expected identical)",
-                     (long long)i, b[i], a[i]);
-            ok = false;
-        } else if (per_element && fabs(d) > atol + rtol * fabs(a[i])) {
-            snprintf(why, why_size, "element %lld: %.9g, cpu gives %.9g (rtol %g, atol %g)",
-                     (long long)i, b[i], a[i], rtol, atol);
-            ok = false;
-        }
-        err2 += d * d;
-        ref2 += a[i] * a[i];
+/* A shape broadcastable with s: size-1 dims, fewer dims or 0-dim. */
+static inline ct_shape broadcast_partner(ct_shape s, int pattern, bo_rng *r) {
+    ct_shape b = s;
+    if (pattern == 1)
+        for (int d = 0; d < s.ndim; d++)
+            if (bo_int(r, 0, 2)) b.dims[d] = 1;
+    if (pattern == 2) b.ndim = 0;
+    if (pattern == 3 && s.ndim > 0) {
+        int drop = (int)bo_int(r, 1, s.ndim + 1);
+        b.ndim = s.ndim - drop;
+        memmove(b.dims, s.dims + drop, sizeof(int64_t) * (size_t)b.ndim);
     }
-    if (ok && !per_element && tol != BO_TOL_EXACT) {
-        double limit = tol == BO_TOL_MM ? 5e-4 : dt == CT_FLOAT64 ? 1e-12 : 1e-7;
-        double nmse = err2 / (ref2 > 0.0 ? ref2 : 1.0);
-        if (nmse > limit) {
-            snprintf(why, why_size, "NMSE %.3g > %.3g", nmse, limit);
-            ok = false;
-        }
-    }
-    free(pa);
-    free(pb);
-    return ok;
-}
-
-/* Whether got (on a device) matches want (cpu); on a mismatch writes why. */
-static inline bool bo_compare(const ct_tensor *want, const ct_tensor *got, ct_device dev,
-                              bo_tol tol, char *why, size_t why_size) {
-    if (!bo_check_meta(want, got, dev, why, why_size)) return false;
-    if (ct_dtype_is_floating(ct_dtype_of(want)))
-        return bo_compare_floats(want, got, tol, why, why_size);
-    return bo_compare_ints(want, got, why, why_size);
+    return b;
 }
 
 #endif /* CT_BACKEND_OPS_UTIL_H */

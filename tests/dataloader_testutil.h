@@ -23,7 +23,8 @@
 typedef struct test_set {
     int64_t n;
     int feat;                     /* length of x */
-    int sleep_us;                 /* every get sleeps this long */
+    atomic_int sleep_us;          /* every get sleeps this long (atomic: tests change it while
+                                     workers abandoned by a timeout may still read it) */
     int slow_mod, slow_us;        /* indices i with i % slow_mod == 0 sleep slow_us more */
     int64_t fail_index;           /* get fails here (-1: never) */
     ct_status fail_code;

@@ -67,10 +67,15 @@ static inline ct_dtype result_type(ct_dtype da, int nda, ct_dtype db, int ndb) {
 }
 
 /* A tensor of dt holding vals (n = numel(s)), contiguous or with reversed
- * strides; *stored receives the values after rounding to dt (malloc'd). */
+ * strides; *stored receives the values after rounding to dt (malloc'd),
+ * computed here: read back through ctorch's strided copy, they would
+ * agree with an op that walks strides the same wrong way. */
 static inline ct_tensor *make_input(const double *vals, ct_shape s, ct_dtype dt, bool noncontig, double **stored) {
+    int64_t n = shape_numel(s);
     ct_tensor *t = noncontig && s.ndim >= 2 ? ct_test_noncontiguous(vals, s, dt) : ct_test_tensor(vals, s, dt);
-    *stored = ct_test_values(t);
+    if (t) ct_test_holds(t, vals, n, dt);
+    *stored = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) (*stored)[i] = ct_test_round_to(dt, vals[i]);
     return t;
 }
 

@@ -11,7 +11,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <threads.h>
+#include <pthread.h>
 
 #include "alloc_fake.h"
 
@@ -687,7 +687,7 @@ typedef struct thread_job {
     int failures;
 } thread_job;
 
-static int thread_body(void *arg) {
+static void *thread_body(void *arg) {
     thread_job *job = (thread_job *)arg;
     ct_alloc_block_ref live[16];
     memset(live, 0, sizeof live);
@@ -704,7 +704,7 @@ static int thread_body(void *arg) {
         }
     }
     for (int i = 0; i < 16; i++) ct_alloc_cache_free(job->c, live[i].block);
-    return 0;
+    return NULL;
 }
 
 /* The fake device's counters are not atomic: the allocator's mutex is held
@@ -713,13 +713,13 @@ static void test_threads_share_one_cache(void) {
     fake_device f;
     ct_alloc_cache *c = new_cache(&f, 4096 * MiB);
     enum { THREADS = 4 };
-    thrd_t t[THREADS];
+    pthread_t t[THREADS];
     thread_job jobs[THREADS];
     for (int i = 0; i < THREADS; i++) {
         jobs[i] = (thread_job){c, {i + 1, 0, 0}, 1000 + (uint64_t)i, 0};
-        CT_EXPECT(thrd_create(&t[i], thread_body, &jobs[i]) == thrd_success);
+        CT_EXPECT(pthread_create(&t[i], NULL, thread_body, &jobs[i]) == 0);
     }
-    for (int i = 0; i < THREADS; i++) thrd_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     for (int i = 0; i < THREADS; i++) CT_EXPECT_INT_EQ(jobs[i].failures, 0);
     EXPECT_STAT(c, "allocation.all.current", 0);
     EXPECT_STAT(c, "active_bytes.all.current", 0);

@@ -217,7 +217,8 @@ static void test_to_dtype_gradient(void) {
 
 /* to(device): the gradient comes back to the input's device (every device present). */
 static void test_to_device_gradient(void) {
-    for (int i = 0; i < ct_device_count(CT_DEVICE_OPENCL); i++) {
+    int ndev = ct_test_opencl_devices("to(device) gradients");
+    for (int i = 0; i < ndev; i++) {
         CT_SCOPE {
             double xv[3] = {1.5, -2.0, 0.25};
             ct_tensor *x = ct_tensor_from(xv, CT_FLOAT64, CT_SHAPE(3), .dtype = CT_FLOAT32);

@@ -277,24 +277,32 @@ static void test_errors(void) {
     }
 }
 
-/* Tensors on two devices: an error naming both (needs an accelerator). */
-static void test_device_mismatch(void) {
-    ct_device dev = ct_best_device();
-    if (dev.type == CT_DEVICE_CPU) {
-        printf("  (no accelerator: device mismatch not exercised)\n");
-        return;
-    }
+/* On a device: allclose and equal see values (a change is noticed), and
+ * tensors on two devices are an error naming both. */
+static void check_device(ct_device dev) {
     CT_SCOPE {
         bool r = true;
-        ct_tensor *a = ct_ones(CT_SHAPE(3));
-        ct_tensor *b = ct_to_device(a, dev);
+        double v[3] = {1, 2, 3}, w[3] = {1, 2, 3.5};
+        ct_tensor *a = ct_test_tensor(v, CT_SHAPE(3), CT_FLOAT32);
+        ct_tensor *b = ct_to_device(a, dev), *c = ct_to_device(ct_test_tensor(w, CT_SHAPE(3), CT_FLOAT32), dev);
         CT_EXPECT(allclose(b, b, RTOL, ATOL, false));
         CT_EXPECT(ct_equal(b, b));
+        CT_EXPECT(!allclose(b, c, RTOL, ATOL, false));
+        CT_EXPECT(allclose(b, c, 0, 0.5, false));
+        CT_EXPECT(!ct_equal(b, c));
+        CT_EXPECT_INT_EQ(ct_last_status(), CT_OK);
         CT_EXPECT_INT_EQ(ct_allclose(a, b, RTOL, ATOL, false, &r), CT_ERR_DEVICE);
         CT_EXPECT_ERROR(CT_ERR_DEVICE, "Expected all tensors to be on the same device");
         CT_EXPECT(!ct_equal(a, b));
         CT_EXPECT_ERROR(CT_ERR_DEVICE, "Expected all tensors to be on the same device");
     }
+}
+
+static void test_devices(void) {
+    int ncl = ct_test_opencl_devices("allclose/equal on OpenCL");
+    for (int i = 0; i < ncl; i++) check_device(ct_device_opencl(i));
+    int ncu = ct_test_cuda_devices("allclose/equal on CUDA");
+    for (int i = 0; i < ncu; i++) check_device(ct_device_cuda(i));
 }
 
 int main(int argc, char **argv) {
@@ -308,6 +316,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_equal_dtypes);
     CT_RUN(test_equal_shapes);
     CT_RUN(test_errors);
-    CT_RUN(test_device_mismatch);
+    CT_RUN(test_devices);
     return ct_test_finish();
 }

@@ -9,7 +9,9 @@
  */
 #include <stdlib.h>
 
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 
 #include "conv_fixture.h"
 #include "ctorch/functional_conv.h"
@@ -621,7 +623,7 @@ static void test_dtype_and_device_errors(void) {
     ct_tensor *wb = ct_zeros(CT_SHAPE(4, 3, 3, 3), .dtype = CT_BOOL);
     CT_EXPECT(ct_conv2d(xb, wb, NULL, NULL, NULL, NULL, 1) == NULL);
     CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"slow_conv2d_cpu\" not implemented for 'Bool'");
-    if (ct_device_count(CT_DEVICE_OPENCL) > 0) {
+    if (ct_test_opencl_devices("conv2d across devices") > 0) {
         ct_tensor *wcl = ct_to_device(w, ct_device_opencl(0));
         CT_EXPECT(ct_conv2d(x, wcl, NULL, NULL, NULL, NULL, 1) == NULL);
         CT_EXPECT_ERROR(CT_ERR_DEVICE, "conv2d: Expected all tensors to be on the same device");
@@ -688,6 +690,24 @@ static void test_null_propagation(void) {
  * padding and dilation; and that the results do not depend on the thread
  * count. */
 
+/* OpenMP's thread count; a build without OpenMP runs on one thread, and
+ * the comparison below then checks one thread against itself. */
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
 /* y and all three gradients of case k, as float64 values in one array
  * (caller frees). */
 static double *conv_all(const conv_case *k, const operands *op, const ct_tensor *gy) {
@@ -729,12 +749,12 @@ static void test_large_batches(void) {
         /* the same results, bit for bit, on one thread and on several */
         operands op = make_operands(k, CT_FLOAT32, false);
         ct_tensor *gy = ct_test_random(shape_y(k), CT_FLOAT32, -1, 1, NULL);
-        const int threads = omp_get_max_threads();
-        omp_set_num_threads(1);
+        const int threads = max_threads();
+        set_threads(1);
         double *one = conv_all(k, &op, gy);
-        omp_set_num_threads(threads > 1 ? threads : 2);
+        set_threads(threads > 1 ? threads : 2);
         double *many = conv_all(k, &op, gy);
-        omp_set_num_threads(threads);
+        set_threads(threads);
         const int64_t total = numel_y(k) + numel_x(k) + numel_w(k) + k->o;
         CT_EXPECT_MSG(memcmp(one, many, sizeof(double) * (size_t)total) == 0,
                       "case %zu: results differ between 1 and %d threads", i, threads);

@@ -521,6 +521,8 @@ static void test_argument_errors(void) {
                                  "to enable multiprocessing, otherwise set prefetch_factor to None."},
         {{.prefetch_factor = -1, .num_workers = 2}, "prefetch_factor option should be non-negative"},
         {{.persistent_workers = true}, "persistent_workers option needs num_workers > 0"},
+        /* PyTorch's single-process iterator asserts timeout == 0 */
+        {{.timeout = 0.5}, "timeout option needs num_workers > 0 (got timeout=0.5 with num_workers=0"},
         {{.batch_size = -2}, "batch_size should be a positive integer value, but got batch_size=-2"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -6,9 +6,17 @@
  * iterators ended early or outliving their loader, and pinned batches.
  *
  * Some tests make the dataset sleep so that workers finish in a known order
- * or so that a timeout fires; the waits are short and no test measures time.
+ * or so that a timeout fires. Only the timeout tests measure time, with
+ * wide margins: a timeout of 0.2 s must end the wait within 1 s although
+ * the get takes 3 s, or never returns (that case runs in a child process,
+ * which must also exit while its worker is still blocked).
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime, posix_spawn, kill */
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include "dataloader_testutil.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -170,31 +178,142 @@ static void test_collate_error_in_worker(void) {
     ct_dataset_free(ds);
 }
 
-static void test_timeout(void) {
+/* Wait until no worker abandoned by a timeout is left (they may still use
+ * the dataset until then, see TIMEOUTS in ctorch/data.h). */
+static void wait_abandoned_gone(double limit_s) {
+    double give_up = now_s() + limit_s;
+    while (ct_dataloader_abandoned_workers() > 0 && now_s() < give_up) sleep_us(5000);
+    CT_EXPECT_INT_EQ(ct_dataloader_abandoned_workers(), 0);
+}
+
+/* A get that takes 3 s and a timeout of 0.2 s: the error comes at the
+ * timeout, not when the get returns, and ending the iteration and freeing
+ * the loader do not wait for the sleeping workers. A persistent loader then
+ * runs its next epoch on new workers. */
+static void test_timeout_bounds_the_wait(void) {
     test_set ts;
     test_set_init(&ts, 4, 1);
-    ts.sleep_us = 300000;
+    ts.sleep_us = 3000000;
     ct_dataset *ds = test_set_dataset(&ts);
-    ct_dataloader *dl = ct_dataloader_new(ds, (ct_dataloader_opts){.batch_size = 1, .num_workers = 1, .timeout = 0.05});
+    for (int persistent = 0; persistent <= 1; persistent++) {
+        ct_dataloader *dl = ct_dataloader_new(ds, (ct_dataloader_opts){
+            .batch_size = 1, .num_workers = 2, .timeout = 0.2, .persistent_workers = persistent});
+        ct_dataloader_iter *it = ct_dataloader_iter_new(dl);
+        ct_sample b;
+        double t0 = now_s();
+        CT_EXPECT(!ct_dataloader_next(it, &b));
+        double waited = now_s() - t0;
+        CT_EXPECT_MSG(waited >= 0.19 && waited < 1.0, "persistent=%d: next returned after %.3f s (timeout 0.2 s)",
+                      persistent, waited);
+        CT_EXPECT_ERROR(CT_ERR_STATE, "DataLoader timed out after 0.2 seconds");
+        CT_EXPECT_INT_EQ(ct_dataloader_iter_status(it), CT_ERR_STATE);
+        CT_EXPECT_INT_EQ(b.n, 0);
+        CT_EXPECT(ct_dataloader_abandoned_workers() >= 1);   /* the sleeping ones are left behind */
+        t0 = now_s();
+        ct_dataloader_iter_free(it);
+        if (persistent) {
+            /* the timed-out workers are not reused: new ones load this epoch */
+            ts.sleep_us = 0;
+            int64_t y[4];
+            CT_EXPECT_INT_EQ(epoch_labels(dl, y, 4), 4);
+            for (int i = 0; i < 4; i++) CT_EXPECT_INT_EQ(y[i], i);
+            ts.sleep_us = 3000000;
+        }
+        ct_dataloader_free(dl);
+        double freed = now_s() - t0;
+        CT_EXPECT_MSG(freed < 0.5, "persistent=%d: freeing the iterator and the loader took %.3f s", persistent,
+                      freed);
+    }
+    /* the abandoned gets return after their 3 s and their threads exit */
+    wait_abandoned_gone(20);
+    ct_dataset_free(ds);
+
+    /* a generous timeout never fires */
+    test_set_init(&ts, 4, 1);
+    ts.sleep_us = 2000;
+    ds = test_set_dataset(&ts);
+    ct_dataloader *dl = ct_dataloader_new(ds, (ct_dataloader_opts){.batch_size = 1, .num_workers = 2, .timeout = 60});
+    int64_t y[4];
+    CT_EXPECT_INT_EQ(epoch_labels(dl, y, 4), 4);
+    ct_dataloader_free(dl);
+    ct_dataset_free(ds);
+}
+
+/* ---- a get that never returns, in a child process ----------------------------------- */
+
+static pthread_mutex_t hang_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hang_cv = PTHREAD_COND_INITIALIZER;
+
+static int64_t hung_len(void *state) { return 8; }
+
+/* Blocks for good: nothing ever signals hang_cv. */
+static ct_status hung_get(void *state, int64_t i, uint64_t key, ct_sample *out) {
+    pthread_mutex_lock(&hang_mu);
+    for (;;) pthread_cond_wait(&hang_cv, &hang_mu);
+    return CT_OK;
+}
+
+#define HUNG_CHILD_ARG "--hung-worker-child"
+
+/* The child's whole run: the timeout comes in time, the frees return, and
+ * main returns with the hung workers still blocked, which must not stop
+ * exit(). The dataset is never freed: its get is still running. Returns the
+ * exit code (problems are printed). */
+static int hung_child(void) {
+    int bad = 0;
+    ct_dataset *ds = ct_dataset_new("Hung", (ct_dataset_fns){hung_len, hung_get, NULL}, NULL);
+    ct_dataloader *dl = ct_dataloader_new(ds, (ct_dataloader_opts){.batch_size = 1, .num_workers = 2, .timeout = 0.2});
     ct_dataloader_iter *it = ct_dataloader_iter_new(dl);
     ct_sample b;
-    CT_EXPECT(!ct_dataloader_next(it, &b));
-    CT_EXPECT_INT_EQ(ct_dataloader_iter_status(it), CT_ERR_STATE);
-    CT_EXPECT_ERROR(CT_ERR_STATE, "DataLoader timed out after 0.05 seconds");
-    CT_EXPECT_INT_EQ(b.n, 0);
-    ct_dataloader_iter_free(it);   /* waits for the sleeping worker, then drops its batch */
-    ct_dataloader_free(dl);
-
-    /* the caller's thread ignores the timeout; a generous one never fires */
-    ts.sleep_us = 2000;
-    for (int w = 0; w <= 2; w += 2) {
-        dl = ct_dataloader_new(ds, (ct_dataloader_opts){.batch_size = 1, .num_workers = w,
-                                                        .timeout = w ? 60 : 0.0001});
-        int64_t y[4];
-        CT_EXPECT_INT_EQ(epoch_labels(dl, y, 4), 4);
-        ct_dataloader_free(dl);
+    double t0 = now_s();
+    bool got = ct_dataloader_next(it, &b);
+    double waited = now_s() - t0;
+    if (got || waited >= 1.0 || ct_last_status() != CT_ERR_STATE ||
+        strcmp(ct_last_error(), "DataLoader timed out after 0.2 seconds") != 0) {
+        fprintf(stderr, "hung child: next returned %d after %.3f s with %s: %s\n", got, waited,
+                ct_status_str(ct_last_status()), ct_last_error());
+        bad = 1;
     }
-    ct_dataset_free(ds);
+    t0 = now_s();
+    ct_dataloader_iter_free(it);
+    ct_dataloader_free(dl);
+    double freed = now_s() - t0;
+    if (freed >= 0.5) {
+        fprintf(stderr, "hung child: freeing the iterator and the loader took %.3f s\n", freed);
+        bad = 1;
+    }
+    /* both workers were left behind; one that had not reached its get yet
+     * may have exited already, the hung one never does */
+    int left = ct_dataloader_abandoned_workers();
+    if (left < 1 || left > 2) {
+        fprintf(stderr, "hung child: %d abandoned workers, expected 1 or 2\n", left);
+        bad = 1;
+    }
+    return bad;
+}
+
+/* Runs hung_child in a new process and requires it to exit, cleanly and
+ * promptly, while its workers are blocked; kills it after 20 s otherwise. */
+static void test_timeout_hung_worker(void) {
+    extern char **environ;
+    char *argv[] = {"/proc/self/exe", HUNG_CHILD_ARG, NULL};
+    pid_t pid;
+    double t0 = now_s();
+    int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ);
+    CT_EXPECT_MSG(rc == 0, "posix_spawn: %s", strerror(rc));
+    if (rc != 0) return;
+    int status = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 && now_s() - t0 < 20) sleep_us(10000);
+    double took = now_s() - t0;
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        CT_EXPECT_MSG(false, "the child with a hung worker did not exit within 20 s (killed)");
+        return;
+    }
+    CT_EXPECT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status 0x%x)", status);
+    CT_EXPECT_MSG(took < 10, "the child took %.1f s to exit", took);
 }
 
 typedef struct init_log {
@@ -318,13 +437,15 @@ static void test_pin_memory(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], HUNG_CHILD_ARG) == 0) return hung_child();
     ct_test_init(argc, argv);
     CT_RUN(test_prefetch_bound);
     CT_RUN(test_in_order_delivery);
     CT_RUN(test_worker_error);
     CT_RUN(test_caller_thread_error);
     CT_RUN(test_collate_error_in_worker);
-    CT_RUN(test_timeout);
+    CT_RUN(test_timeout_bounds_the_wait);
+    CT_RUN(test_timeout_hung_worker);
     CT_RUN(test_persistent_workers);
     CT_RUN(test_early_iterator_free);
     CT_RUN(test_loader_freed_under_iterator);

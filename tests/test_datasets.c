@@ -716,6 +716,45 @@ static void test_fashion_mnist_real(void) {
     }
 }
 
+/* ---- errors raised by user callbacks (ct_set_error) ------------------------------------ */
+
+/* get fails for odd indices: index 3 explains itself, index 1 says nothing. */
+static int64_t cb_len(void *state) { return (void)state, 4; }
+static ct_status cb_get(void *state, int64_t index, uint64_t key, ct_sample *out) {
+    (void)state, (void)key;
+    if (index == 3) return ct_set_error(CT_ERR_IO, "cannot read record %lld: %s", (long long)index, "disk gone");
+    if (index == 1) return CT_ERR_IO;
+    out->n = 1;
+    out->t[0] = ct_full(CT_SHAPE0, (double)index);
+    return CT_OK;
+}
+
+static void test_callback_errors(void) {
+    ct_dataset *ds = ct_dataset_new("Flaky", (ct_dataset_fns){cb_len, cb_get, NULL}, NULL);
+    ct_sample s;
+    CT_EXPECT_INT_EQ(ct_dataset_get(ds, 3, 0, &s), CT_ERR_IO);
+    CT_EXPECT_ERROR(CT_ERR_IO, "cannot read record 3: disk gone");
+    /* a stale, unrelated error must not stand in for the silent failure */
+    ct_set_error(CT_ERR_SHAPE, "an old shape error");
+    CT_EXPECT_INT_EQ(ct_dataset_get(ds, 1, 0, &s), CT_ERR_IO);
+    CT_EXPECT_ERROR(CT_ERR_IO, "Flaky: dataset get(1) failed with CT_ERR_IO without setting an error");
+    /* the same through a DataLoader without workers, at the failing batch */
+    ct_dataloader *dl = ct_dataloader_new(ds, (ct_dataloader_opts){.batch_size = 2});
+    ct_dataloader_iter *it = ct_dataloader_iter_new(dl);
+    ct_set_error(CT_ERR_SHAPE, "an old shape error");
+    CT_EXPECT(!ct_dataloader_next(it, &s));
+    CT_EXPECT_ERROR(CT_ERR_IO, "Flaky: dataset get(1) failed with CT_ERR_IO without setting an error");
+    ct_dataloader_iter_free(it);
+    ct_dataloader_free(dl);
+    ct_dataset_free(ds);
+    /* ct_set_error: returns its code, may quote the previous message */
+    CT_EXPECT_INT_EQ(ct_set_error(CT_ERR_FORMAT, "bad byte %d", 7), CT_ERR_FORMAT);
+    CT_EXPECT_INT_EQ(ct_set_error(CT_ERR_IO, "while loading: %s", ct_last_error()), CT_ERR_IO);
+    CT_EXPECT_ERROR(CT_ERR_IO, "while loading: bad byte 7");
+    CT_EXPECT_INT_EQ(ct_set_error(CT_OK, "fine?"), CT_ERR_INVALID_ARG);
+    CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "ct_set_error: code 0 is not an error code (message: fine?)");
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_tensor_dataset);
@@ -730,5 +769,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_cifar10_synthetic);
     CT_RUN(test_cifar10_errors);
     CT_RUN(test_fashion_mnist_real);
+    CT_RUN(test_callback_errors);
     return ct_test_finish();
 }

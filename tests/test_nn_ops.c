@@ -187,9 +187,12 @@ static void test_max_pool2d_defaults_and_nan(void) {
 }
 
 /* f for finite differences: max_pool2d of inputs[0] with the case's params. */
-static ct_tensor *fd_max_pool(ct_tensor *const *in, void *ctx) {
+/* The C references as nn_ref_fn forwards, for finite differences. */
+static void fd_max_pool(const double *x, double *y, void *ctx) {
     const pool_case *pc = ctx;
-    return ct_max_pool2d(in[0], pc->k, pc->s, pc->p, pc->d, pc->ceil_mode);
+    double *idx = malloc(sizeof(double) * (size_t)(nn_numel(out_shape(pc)) + 1));
+    ref_max_pool(pc, x, y, idx);
+    free(idx);
 }
 
 static void test_max_pool2d_backward(void) {
@@ -207,7 +210,7 @@ static void test_max_pool2d_backward(void) {
             ct_tensor *g = ct_track(cti_max_pool2d_backward(nn_f64(proj, out_shape(&pc)), idx,
                                                             in_shape(&pc), &p));
             CT_EXPECT_SHAPE(g, in_shape(&pc));
-            NN_EXPECT_FD(g, fd_max_pool, &pc, &in, 0, proj);
+            NN_EXPECT_REF_FD(g, fd_max_pool, &pc, x, nn_numel(in_shape(&pc)), n, proj);
             /* other dtypes: the float64 result for the same (rounded) grad_output */
             for (int k = 0; k < 4; k++) {
                 ct_dtype dt = g_float_dtypes[k];
@@ -250,11 +253,7 @@ static void test_avg_pool2d_forward(void) {
     }
 }
 
-static ct_tensor *fd_avg_pool(ct_tensor *const *in, void *ctx) {
-    const pool_case *pc = ctx;
-    return ct_avg_pool2d(in[0], pc->k, pc->s, pc->p, pc->ceil_mode, pc->count_include_pad,
-                         pc->divisor);
-}
+static void fd_avg_pool(const double *x, double *y, void *ctx) { ref_avg_pool(ctx, x, y); }
 
 static void test_avg_pool2d_backward(void) {
     for (int rep = 0; rep < 12; rep++) {
@@ -268,7 +267,7 @@ static void test_avg_pool2d_backward(void) {
             ct_tensor *g = ct_track(cti_avg_pool2d_backward(nn_f64(proj, out_shape(&pc)),
                                                             in_shape(&pc), &p));
             CT_EXPECT_SHAPE(g, in_shape(&pc));
-            NN_EXPECT_FD(g, fd_avg_pool, &pc, &in, 0, proj);
+            NN_EXPECT_REF_FD(g, fd_avg_pool, &pc, x, nn_numel(in_shape(&pc)), n, proj);
             for (int k = 0; k < 4; k++) {
                 ct_dtype dt = g_float_dtypes[k];
                 ct_tensor *go = ct_to_dtype(nn_f64(proj, out_shape(&pc)), dt);
@@ -317,23 +316,24 @@ static void test_adaptive_avg_pool2d(void) {
 
 typedef struct adaptive_ctx {
     int64_t out[2];
+    int64_t planes, h, w;
 } adaptive_ctx;
 
-static ct_tensor *fd_adaptive(ct_tensor *const *in, void *ctx) {
-    return ct_adaptive_avg_pool2d(in[0], ((adaptive_ctx *)ctx)->out);
+static void fd_adaptive(const double *x, double *y, void *ctx) {
+    const adaptive_ctx *a = ctx;
+    ref_adaptive(a->planes, a->h, a->w, a->out[0], a->out[1], x, y);
 }
 
 static void test_adaptive_avg_pool2d_backward(void) {
     for (int rep = 0; rep < 10; rep++) {
         int64_t H = ct_test_randint(1, 8), W = ct_test_randint(1, 8);
-        adaptive_ctx a = {{ct_test_randint(1, 10), ct_test_randint(1, 10)}};
+        adaptive_ctx a = {{ct_test_randint(1, 10), ct_test_randint(1, 10)}, 2, H, W};
         CT_SCOPE {
             ct_shape s = CT_SHAPE(2, H, W), os = CT_SHAPE(2, a.out[0], a.out[1]);
             double *x = nn_random_values(nn_numel(s), -2, 2), *proj = nn_random_values(nn_numel(os), -1, 1);
-            ct_tensor *in = nn_f64(x, s);
             ct_tensor *g = ct_track(cti_adaptive_avg_pool2d_backward(nn_f64(proj, os), s));
             CT_EXPECT_SHAPE(g, s);
-            NN_EXPECT_FD(g, fd_adaptive, &a, &in, 0, proj);
+            NN_EXPECT_REF_FD(g, fd_adaptive, &a, x, nn_numel(s), nn_numel(os), proj);
             free(x);
             free(proj);
         }
@@ -660,25 +660,35 @@ static void test_embedding_errors(void) {
 
 /* Backwards that add many values into one element give the same bits run
  * after run on every device (no float atomics): float32 sums of many
- * repeated indices, and overlapping pooling windows. */
-static void test_backward_determinism(void) {
-    ct_device devs[2] = {ct_device_cpu(), ct_device_opencl(0)};
-    int ndev = ct_device_count(CT_DEVICE_OPENCL) > 0 ? 2 : 1;
-    ct_clear_error();
-    for (int k = 0; k < ndev; k++) CT_SCOPE {
-        ct_tensor *idx = ct_to_device(ct_randint(0, 5, CT_SHAPE(3000)), devs[k]);
-        ct_tensor *g = ct_to_device(ct_randn(CT_SHAPE(3000, 7)), devs[k]);
+ * repeated indices, and overlapping pooling windows. The sums must also be
+ * right: bitwise repeatable garbage would pass the first check alone. */
+static void check_determinism_on(ct_device dev) {
+    CT_SCOPE {
+        ct_tensor *idx_cpu = ct_randint(0, 5, CT_SHAPE(3000)), *g_cpu = ct_randn(CT_SHAPE(3000, 7));
+        ct_tensor *idx = ct_to_device(idx_cpu, dev), *g = ct_to_device(g_cpu, dev);
         ct_tensor *a = ct_track(cti_embedding_backward(g, idx, 5, -1));
         ct_tensor *b = ct_track(cti_embedding_backward(g, idx, 5, -1));
         CT_EXPECT(a && b && ct_equal(a, b));
-        ct_tensor *x = ct_to_device(ct_randn(CT_SHAPE(2, 3, 17, 19)), devs[k]);
+        double *iv = ct_test_values(idx_cpu), *gv = ct_test_values(g_cpu), want[5 * 7] = {0};
+        for (int64_t r = 0; r < 3000; r++)
+            for (int c = 0; c < 7; c++) want[(int64_t)iv[r] * 7 + c] += gv[r * 7 + c];
+        CT_EXPECT_CLOSE(a, want, 5 * 7, 1e-5, 1e-4); /* ~600 float32 terms per sum */
+        free(iv);
+        free(gv);
+        ct_tensor *x = ct_to_device(ct_randn(CT_SHAPE(2, 3, 17, 19)), dev);
         cti_pool2d_params p = cti_pool2d_params_make(CT_PAIR(3, 3), CT_PAIR(1, 1), CT_PAIR(1, 1), NULL,
                                                      false, true, 0);
-        ct_tensor *go = ct_to_device(ct_randn(CT_SHAPE(2, 3, 17, 19)), devs[k]);
+        ct_tensor *go = ct_to_device(ct_randn(CT_SHAPE(2, 3, 17, 19)), dev);
         ct_tensor *p1 = ct_track(cti_avg_pool2d_backward(go, ct_shape_of(x), &p));
         ct_tensor *p2 = ct_track(cti_avg_pool2d_backward(go, ct_shape_of(x), &p));
         CT_EXPECT(p1 && p2 && ct_equal(p1, p2));
     }
+}
+
+static void test_backward_determinism(void) {
+    check_determinism_on(ct_device_cpu());
+    int ndev = ct_test_opencl_devices("backward determinism on OpenCL");
+    for (int i = 0; i < ndev; i++) check_determinism_on(ct_device_opencl(i));
 }
 
 int main(int argc, char **argv) {

@@ -174,19 +174,32 @@ static void test_clip_grad_norm(void) {
 
 /* The seed example: Linear(10, 1), MSE, SGD lr 0.01 — on every device. */
 static double train_seed_loop(ct_device dev, double *first) {
+    char name[32];
+    ct_device_format(dev, name, sizeof name);
     ct_manual_seed(42);
     ct_module *model = ct_module_to(ct_nn_linear(10, 1, true), dev);
+    if (!model) {
+        CT_EXPECT_MSG(false, "module_to(%s): %s", name, ct_last_error());
+        ct_clear_error();
+        return *first = NAN;
+    }
     ct_optimizer *opt = ct_sgd(model, (ct_sgd_opts){.lr = 0.01});
     ct_tensor *x = ct_randn(CT_SHAPE(32, 10), .device = dev), *y = ct_randn(CT_SHAPE(32, 1), .device = dev);
-    double last = 0;
-    for (int epoch = 0; epoch < 100; epoch++) CT_SCOPE {
+    double last = NAN;
+    bool failed = false;
+    for (int epoch = 0; epoch < 100 && !failed; epoch++) CT_SCOPE {
         ct_tensor *diff = ct_sub(ct_forward(model, x), y);
         ct_tensor *loss = ct_mean_all(ct_mul(diff, diff));
         ct_zero_grad(opt);
-        ct_backward(loss);
-        ct_status st = ct_step(opt);
-        if (st != CT_OK && epoch == 0) CT_EXPECT_MSG(false, "step on %s: %s", ct_device_format(dev, (char[32]){0}, 32), ct_last_error());
-        last = ct_item(loss);
+        ct_status st = ct_backward(loss);
+        if (st == CT_OK) st = ct_step(opt);
+        if (st == CT_OK) st = ct_item_checked(loss, &last);
+        if (st != CT_OK) {
+            CT_EXPECT_MSG(false, "epoch %d on %s: %s", epoch, name, ct_last_error());
+            ct_clear_error();
+            failed = true;
+            last = NAN;
+        }
         if (epoch == 0) *first = last;
     }
     ct_release(x), ct_release(y);
@@ -195,14 +208,20 @@ static double train_seed_loop(ct_device dev, double *first) {
     return last;
 }
 
+/* Each device must reproduce the CPU's losses (same seed, same data). */
+static void check_device_loop(ct_device dev, double first_cpu, double last_cpu) {
+    double first, last = train_seed_loop(dev, &first);
+    CT_EXPECT_NEAR(first, first_cpu, 1e-5 * fabs(first_cpu));
+    CT_EXPECT_NEAR(last, last_cpu, 1e-4 * fabs(last_cpu));
+}
+
 static void test_seed_training_loop_every_device(void) {
     double first_cpu, last_cpu = train_seed_loop(ct_device_cpu(), &first_cpu);
     CT_EXPECT_MSG(last_cpu < first_cpu * 0.8, "cpu loss %g -> %g", first_cpu, last_cpu);
-    for (int i = 0; i < ct_device_count(CT_DEVICE_OPENCL); i++) {
-        double first, last = train_seed_loop(ct_device_opencl(i), &first);
-        CT_EXPECT_NEAR(first, first_cpu, 1e-5 * fabs(first_cpu));
-        CT_EXPECT_NEAR(last, last_cpu, 1e-4 * fabs(last_cpu));
-    }
+    int ncl = ct_test_opencl_devices("the training loop on OpenCL");
+    for (int i = 0; i < ncl; i++) check_device_loop(ct_device_opencl(i), first_cpu, last_cpu);
+    int ncu = ct_test_cuda_devices("the training loop on CUDA");
+    for (int i = 0; i < ncu; i++) check_device_loop(ct_device_cuda(i), first_cpu, last_cpu);
 }
 
 int main(int argc, char **argv) {

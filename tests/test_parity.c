@@ -75,22 +75,28 @@ static bool same_shape(const ct_tensor *a, const ct_tensor *b) {
     return true;
 }
 
-/* max |got - want| / max |want|; prints it and checks it against tol. */
+/* max |got - want| / max |want|, computed here in double from the values
+ * (not with ctorch's own sub/abs/max, which a wrong kernel could make
+ * report 0); prints it and checks it against tol. */
 static double expect_match(const char *what, const ct_tensor *got, const ct_tensor *want, double tol) {
     double err = INFINITY;
-    CT_SCOPE {
-        if (!got) {
-            ct_test_fail(__FILE__, __LINE__, "%s: no tensor (%s)", what, ct_last_error());
-        } else if (!same_shape(got, want)) {
-            ct_test_fail(__FILE__, __LINE__, "%s: shape differs from PyTorch's", what);
-        } else {
-            ct_tensor *g = ct_to(got, ct_device_cpu(), CT_FLOAT64);
-            ct_tensor *w = ct_to(want, ct_device_cpu(), CT_FLOAT64);
-            double scale = ct_item(ct_max_all(ct_abs(w)));
-            err = ct_item(ct_max_all(ct_abs(ct_sub(g, w)))) / (scale > 0 ? scale : 1.0);
-            printf("    %-22s max|err|/max|ref| = %.3g  (max|ref| %.3g)\n", what, err, scale);
-            CT_EXPECT_MSG(err <= tol, "%s: relative error %.3g exceeds %.1g", what, err, tol);
+    if (!got) {
+        ct_test_fail(__FILE__, __LINE__, "%s: no tensor (%s)", what, ct_last_error());
+    } else if (!same_shape(got, want)) {
+        ct_test_fail(__FILE__, __LINE__, "%s: shape differs from PyTorch's", what);
+    } else {
+        int64_t n = ct_numel(want);
+        double *g = ct_test_values(got), *w = ct_test_values(want), scale = 0, worst = 0;
+        for (int64_t i = 0; i < n; i++) {
+            scale = fmax(scale, fabs(w[i]));
+            double d = fabs(g[i] - w[i]);
+            worst = isnan(d) ? INFINITY : fmax(worst, d);
         }
+        err = worst / (scale > 0 ? scale : 1.0);
+        printf("    %-22s max|err|/max|ref| = %.3g  (max|ref| %.3g)\n", what, err, scale);
+        CT_EXPECT_MSG(err <= tol, "%s: relative error %.3g exceeds %.1g", what, err, tol);
+        free(g);
+        free(w);
     }
     return err;
 }
@@ -113,7 +119,10 @@ static void cnn_step_parity(const char *file, make_optimizer_fn make_opt, ct_dev
     ct_tensor_dict *fx = load_fixture(file);
     if (!fx) return;
     ct_module *m = ct_model_fmnist_cnn();
-    if (load_model(m, fx) && ct_module_to_checked(m, dev) == CT_OK) {
+    bool loaded = load_model(m, fx);
+    ct_status moved = loaded ? ct_module_to_checked(m, dev) : CT_OK;
+    CT_EXPECT_MSG(moved == CT_OK, "module_to(%s): %s", devname, ct_last_error());
+    if (loaded && moved == CT_OK) {
         ct_optimizer *opt = make_opt(m);
         CT_SCOPE {
             ct_tensor *x = ct_to_device(ct_tensor_dict_get(fx, "x"), dev);
@@ -166,13 +175,11 @@ static bool tf32_off(void) {
 /* The CPU, then every OpenCL and CUDA device the build and machine have. */
 static void cnn_parity_everywhere(const char *file, make_optimizer_fn make_opt) {
     cnn_step_parity(file, make_opt, ct_device_cpu(), CPU_TOL);
-    const ct_device_type types[2] = {CT_DEVICE_OPENCL, CT_DEVICE_CUDA};
     bool tf32 = tf32_off();
-    for (int t = 0; t < 2; t++) {
-        int count = ct_device_count(types[t]);
-        for (int i = 0; i < count; i++)
-            cnn_step_parity(file, make_opt, (ct_device){types[t], i}, DEVICE_TOL);
-    }
+    int ncl = ct_test_opencl_devices("CNN step parity on OpenCL");
+    for (int i = 0; i < ncl; i++) cnn_step_parity(file, make_opt, ct_device_opencl(i), DEVICE_TOL);
+    int ncu = ct_test_cuda_devices("CNN step parity on CUDA");
+    for (int i = 0; i < ncu; i++) cnn_step_parity(file, make_opt, ct_device_cuda(i), DEVICE_TOL);
     ct_backends_cudnn_set_allow_tf32(tf32);
 }
 
@@ -185,6 +192,19 @@ static void test_fmnist_cnn_adamw(void) {
 }
 
 /* ---- ResNet-18 eval-mode logits ------------------------------------------------------------ */
+
+static void resnet18_on(ct_module *m, const ct_tensor_dict *fx, ct_device dev) {
+    char what[64], name[32];
+    snprintf(what, sizeof what, "resnet18 logits (%s)", ct_device_format(dev, name, sizeof name));
+    ct_status moved = ct_module_to_checked(m, dev);
+    CT_EXPECT_MSG(moved == CT_OK, "module_to(%s): %s", name, ct_last_error());
+    if (moved != CT_OK) return;
+    CT_NO_GRAD CT_SCOPE {
+        ct_tensor *logits = ct_forward(m, ct_to_device(ct_tensor_dict_get(fx, "input"), dev));
+        CT_EXPECT_MSG(logits && ct_device_equal(ct_device_of(logits), dev), "%s: logits not on the device", what);
+        expect_match(what, logits, ct_tensor_dict_get(fx, "logits"), 10 * LOGITS_TOL);
+    }
+}
 
 static void test_resnet18_logits(void) {
     ct_tensor_dict *fx = load_fixture("resnet18_logits.safetensors");
@@ -199,16 +219,10 @@ static void test_resnet18_logits(void) {
         }
         /* the same model moved to each OpenCL and CUDA device */
         bool tf32 = tf32_off();
-        const ct_device_type types[2] = {CT_DEVICE_OPENCL, CT_DEVICE_CUDA};
-        for (int t = 0; t < 2; t++)
-            for (int d = 0; d < ct_device_count(types[t]); d++) CT_NO_GRAD CT_SCOPE {
-                ct_device dev = {types[t], d};
-                char what[64];
-                snprintf(what, sizeof what, "resnet18 logits (%s)", ct_device_type_name(types[t]));
-                CT_EXPECT(ct_module_to(m, dev) != NULL);
-                ct_tensor *logits = ct_cpu(ct_forward(m, ct_to_device(ct_tensor_dict_get(fx, "input"), dev)));
-                expect_match(what, logits, ct_tensor_dict_get(fx, "logits"), 10 * LOGITS_TOL);
-            }
+        int ncl = ct_test_opencl_devices("ResNet-18 logits on OpenCL");
+        for (int i = 0; i < ncl; i++) resnet18_on(m, fx, ct_device_opencl(i));
+        int ncu = ct_test_cuda_devices("ResNet-18 logits on CUDA");
+        for (int i = 0; i < ncu; i++) resnet18_on(m, fx, ct_device_cuda(i));
         ct_backends_cudnn_set_allow_tf32(tf32);
     }
     ct_module_free(m);

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void tmp_path(char *buf, size_t n, const char *name) {
@@ -34,6 +35,35 @@ static void test_resnet18_keys(void) {
     ct_module_free(r);
 }
 
+/* Entries of a's and b's state_dicts (same names, same order) that hold
+ * bitwise the same values, compared here rather than with ct_equal. */
+static int equal_entries(ct_module *a, ct_module *b, int *total) {
+    ct_tensor_dict *da = ct_module_state_dict(a), *db = ct_module_state_dict(b);
+    int n = ct_tensor_dict_size(da), same = 0;
+    CT_EXPECT_INT_EQ(ct_tensor_dict_size(db), n);
+    CT_SCOPE {
+        for (int i = 0; i < n && i < ct_tensor_dict_size(db); i++) {
+            CT_EXPECT_STR_EQ(ct_tensor_dict_name(da, i), ct_tensor_dict_name(db, i));
+            ct_tensor *ta = ct_tensor_dict_value(da, i), *tb = ct_tensor_dict_value(db, i);
+            int64_t k = ct_numel(ta);
+            bool eq = k == ct_numel(tb);
+            double *va = ct_test_values(ta), *vb = ct_test_values(tb);
+            for (int64_t j = 0; eq && j < k; j++) eq = memcmp(&va[j], &vb[j], sizeof va[j]) == 0;
+            same += eq;
+            free(va);
+            free(vb);
+        }
+    }
+    ct_tensor_dict_free(da);
+    ct_tensor_dict_free(db);
+    *total = n;
+    return same;
+}
+
+/* Two differently seeded models differ in every parameter; after loading
+ * one's checkpoint into the other they agree everywhere (a load that did
+ * nothing would fail the second check, a model that did not differ would
+ * make it meaningless). */
 static void test_save_load_round_trip(void) {
     char path[256];
     tmp_path(path, sizeof path, "cnn");
@@ -41,8 +71,12 @@ static void test_save_load_round_trip(void) {
     ct_module *a = ct_model_fmnist_cnn();
     ct_manual_seed(2);
     ct_module *b = ct_model_fmnist_cnn();
+    int total = 0, same = equal_entries(a, b, &total);
+    CT_EXPECT_MSG(total == 8 && same == 0, "before loading, %d of %d entries already agree", same, total);
     CT_EXPECT_INT_EQ(ct_module_save(a, path), CT_OK);
     CT_EXPECT_INT_EQ(ct_module_load(b, path, true), CT_OK);
+    same = equal_entries(a, b, &total);
+    CT_EXPECT_MSG(same == total, "after loading, only %d of %d entries agree", same, total);
     CT_SCOPE {
         ct_tensor *x = ct_randn(CT_SHAPE(2, 1, 28, 28));
         CT_EXPECT(ct_equal(ct_forward(a, x), ct_forward(b, x)));
@@ -109,9 +143,15 @@ static void test_optimizer_resume_is_exact(void) {
                 ct_tensor_dict_free(od);
                 ct_optimizer_free(opt);
                 ct_module_free(m);
+                ct_module *saved = CT_SEQUENTIAL(ct_nn_linear(6, 5, true), ct_nn_tanh(), ct_nn_linear(5, 2, true));
+                CT_EXPECT_INT_EQ(ct_module_load(saved, mpath, true), CT_OK);
                 m = CT_SEQUENTIAL(ct_nn_linear(6, 5, true), ct_nn_tanh(), ct_nn_linear(5, 2, true));
                 opt = ct_adamw(m, (ct_adam_opts){.lr = 0.01, .amsgrad = true});
+                int total = 0;
+                CT_EXPECT_MSG(equal_entries(m, saved, &total) == 0, "a fresh model already has the saved weights");
                 CT_EXPECT_INT_EQ(ct_module_load(m, mpath, true), CT_OK);
+                CT_EXPECT_INT_EQ(equal_entries(m, saved, &total), total);
+                ct_module_free(saved);
                 ct_tensor_dict *loaded = NULL;
                 CT_EXPECT_INT_EQ(ct_safetensors_load(opath, ct_device_cpu(), &loaded), CT_OK);
                 CT_EXPECT_INT_EQ(ct_optimizer_load_state_dict(opt, loaded), CT_OK);
@@ -121,8 +161,8 @@ static void test_optimizer_resume_is_exact(void) {
                 ct_tensor *diff = ct_sub(ct_forward(m, x), y);
                 ct_tensor *loss = ct_mean_all(ct_mul(diff, diff));
                 ct_zero_grad(opt);
-                ct_backward(loss);
-                ct_step(opt);
+                CT_EXPECT_INT_EQ(ct_backward(loss), CT_OK);
+                CT_EXPECT_INT_EQ(ct_step(opt), CT_OK);
                 losses[run][step] = ct_item(loss);
             }
         }

@@ -12,10 +12,12 @@
 static int g_ndev;
 static ct_device g_devs[8];
 
+/* The CPU and every device; a missing OpenCL device where one is expected
+ * fails (ct_test_opencl_devices). */
 static void collect_devices(void) {
     g_devs[g_ndev++] = ct_device_cpu();
-    for (int i = 0; i < ct_device_count(CT_DEVICE_OPENCL) && g_ndev < 8; i++) g_devs[g_ndev++] = ct_device_opencl(i);
-    for (int i = 0; i < ct_device_count(CT_DEVICE_CUDA) && g_ndev < 8; i++) g_devs[g_ndev++] = ct_device_cuda(i);
+    for (int i = 0; i < ct_test_opencl_devices("streams on OpenCL") && g_ndev < 8; i++) g_devs[g_ndev++] = ct_device_opencl(i);
+    for (int i = 0; i < ct_test_cuda_devices("streams on CUDA") && g_ndev < 8; i++) g_devs[g_ndev++] = ct_device_cuda(i);
 }
 
 static void test_default_and_current(void) {
@@ -170,7 +172,7 @@ static void test_event_errors(void) {
 
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
-    collect_devices();
+    CT_RUN(collect_devices); /* a test of its own, so a missing device is a recorded failure */
     printf("devices under test: %d (cpu + %d opencl + %d cuda)\n", g_ndev, ct_device_count(CT_DEVICE_OPENCL),
            ct_device_count(CT_DEVICE_CUDA));
     CT_RUN(test_default_and_current);

@@ -10,7 +10,8 @@
 #   - the TensorBoard log exists and parses (tools/check_tensorboard.py, when
 #     the tensorboard package is importable);
 #   - ResNet-18 (1-channel images to RGB, augmentation) resumes exactly too;
-#   - an OpenCL device trains too, when one exists.
+#   - an OpenCL device trains too (and agrees with the CPU) when one exists;
+#     a missing device fails when an OpenCL runtime is installed.
 # Usage: test_train_cli.sh path/to/ctorch-train source-dir. Exits 77 (skip)
 # when the data set is not installed.
 set -u
@@ -108,7 +109,11 @@ fi
 ls "$tmp/tb"/events.out.tfevents.* > /dev/null 2>&1 && pass "TensorBoard event file written" \
     || fail "no event file in $tmp/tb"
 py=${CT_PYTHON:-python3}
-if [ -f "$src/tools/check_tensorboard.py" ] && command -v "$py" > /dev/null 2>&1; then
+if [ ! -f "$src/tools/check_tensorboard.py" ]; then
+    fail "TensorBoard check: $src/tools/check_tensorboard.py is missing"
+elif ! command -v "$py" > /dev/null 2>&1; then
+    echo "skip: TensorBoard check ($py not found)"
+else
     # The per-epoch scalars must be the values of the metrics file, at its steps.
     expects=$(sed 's/[{}":,]/ /g' "$tmp/full.jsonl" | awk '{
         for (i = 1; i < NF; i++) v[$i] = $(i + 1)
@@ -119,20 +124,79 @@ if [ -f "$src/tools/check_tensorboard.py" ] && command -v "$py" > /dev/null 2>&1
     "$py" "$src/tools/check_tensorboard.py" "$tmp/tb" --allow-extra $expects > "$tmp/tbcheck" 2>&1; rc=$?
     case $rc in
         0) pass "TensorBoard reads the log" ;;
-        77) echo "skip: tensorboard is not installed for $py" ;;
+        77) echo "skip: TensorBoard check (the tensorboard package is not installed for $py)" ;;
         *) fail "TensorBoard check: $(cat "$tmp/tbcheck")" ;;
     esac
 fi
 
-# ---- an OpenCL device, when there is one -------------------------------------------
-if "$train" --device opencl:0 --epochs 1 --limit-train 256 --limit-test 256 --batch-size 64 --progress none \
-    --seed 3 --workers 1 > "$tmp/cl.out" 2>&1; then
-    grep -q "test accuracy" "$tmp/cl.out" && pass "trains on opencl:0 (pinned batches)" || fail "opencl: $(cat "$tmp/cl.out")"
-elif grep -q "opencl" "$tmp/cl.out" && ! grep -q "accuracy" "$tmp/cl.out"; then
-    echo "skip: no OpenCL device ($(head -1 "$tmp/cl.out"))"
-else
-    fail "opencl run: $(cat "$tmp/cl.out")"
-fi
+# ---- an OpenCL device ----------------------------------------------------------------
+# ctorch-info (built beside ctorch-train) tells whether ctorch sees an OpenCL
+# device. With none the run is skipped only when none can exist (no OpenCL
+# backend, or no OpenCL runtime: no platform and no ICD file), and fails
+# otherwise, as the C tests decide (testutil's ct_test_opencl_expected).
+opencl_icd_installed() {
+    vendors=${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}
+    [ -n "${OCL_ICD_FILENAMES:-}" ] && return 0
+    [ -f "$vendors" ] && return 0
+    ls "$vendors"/*.icd > /dev/null 2>&1
+}
+# Prints "device", "expected" (none, but one must exist), "broken" (ctorch-info
+# failed) or "absent: why".
+opencl_state() {
+    info="$(dirname "$train")/ctorch-info"
+    if [ ! -x "$info" ]; then
+        echo "absent: no ctorch-info beside $train to ask"
+        return
+    fi
+    if ! "$info" --format json > "$tmp/info.json" 2> "$tmp/info.err"; then
+        echo broken
+        return
+    fi
+    if grep -q '"backend": "opencl"' "$tmp/info.json"; then
+        echo device
+    elif ! grep -q '"opencl_compiled": true' "$tmp/info.json"; then
+        echo "absent: ctorch is built without OpenCL"
+    elif grep -q '"platforms": \[$' "$tmp/info.json" || opencl_icd_installed; then
+        echo expected
+    else
+        echo "absent: no OpenCL runtime is installed"
+    fi
+}
+# The same short run on the CPU and on opencl:0 must learn (as the CPU run
+# above: accuracy > 0.5) and agree: the devices differ only in rounding.
+cl_run="--epochs 1 --limit-train 1024 --limit-test 256 --batch-size 64 --progress none --seed 3 --workers 1"
+cl_state=$(opencl_state)
+case $cl_state in
+device)
+    # shellcheck disable=SC2086
+    "$train" --device opencl:0 $cl_run --metrics "$tmp/cl.jsonl" > "$tmp/cl.out" 2>&1 \
+        || fail "opencl run: $(cat "$tmp/cl.out")"
+    # shellcheck disable=SC2086
+    "$train" --device cpu $cl_run --metrics "$tmp/cl-cpu.jsonl" > "$tmp/cl-cpu.out" 2>&1 \
+        || fail "cpu twin of the opencl run: $(cat "$tmp/cl-cpu.out")"
+    metric() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | tail -1; }
+    cl_acc=$(metric "$tmp/cl.jsonl" test_accuracy)
+    awk -v a="${cl_acc:-0}" 'BEGIN { exit !(a > 0.5) }' && pass "trains on opencl:0 (pinned batches): test accuracy $cl_acc" \
+        || fail "opencl:0 test accuracy ${cl_acc:-none} (expected > 0.5): $(cat "$tmp/cl.out")"
+    # losses to 1e-4 relative; accuracy to 2 of the 256 test images
+    for check in train_loss,1e-4,0 test_loss,1e-4,0 test_accuracy,0,0.008; do
+        key=${check%%,*} tol=${check#*,}
+        a=$(metric "$tmp/cl.jsonl" "$key") b=$(metric "$tmp/cl-cpu.jsonl" "$key")
+        [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v r="${tol%,*}" -v t="${tol#*,}" \
+            'BEGIN { d = a - b; m = b < 0 ? -b : b; exit !((d < 0 ? -d : d) <= r * m + t) }' \
+            && pass "opencl:0 $key $a agrees with the cpu's $b" || fail "opencl:0 $key ${a:-none} vs cpu ${b:-none}"
+    done
+    ;;
+broken)
+    fail "ctorch-info --format json failed: $(cat "$tmp/info.err")"
+    ;;
+expected)
+    fail "ctorch has the OpenCL backend and an OpenCL runtime is installed, but ctorch-info lists no OpenCL device:$(grep -E '"(detail|device_count|name)"' "$tmp/info.json" | tr -s ' \n' ' ')"
+    ;;
+*)
+    echo "skip: opencl run (${cl_state#absent: })"
+    ;;
+esac
 
 echo "$failures failure(s)"
 [ $failures -eq 0 ]

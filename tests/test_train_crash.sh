@@ -26,8 +26,9 @@ trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 epochs=3
-run() { "$train" --model mlp --limit-train 512 --limit-test 128 --batch-size 64 --threads 1 --workers 0 \
-    --progress none --seed 11 --epochs $epochs "$@"; }
+opts="--model mlp --limit-train 512 --limit-test 128 --batch-size 64 --threads 1 --workers 0 --progress none
+      --seed 11 --epochs $epochs"
+run() { "$train" $opts "$@"; }
 
 run --ckpt-dir "$tmp/ref" > "$tmp/ref.out" 2>&1 || { cat "$tmp/ref.out"; echo "FAIL: the reference run"; exit 1; }
 
@@ -100,7 +101,9 @@ while [ $t -lt "$random_trials" ]; do
     j=0
     while [ $j -lt $kills ]; do
         ms=$(awk -v s="$t$j" -v span="$span_ms" 'BEGIN { srand(s); printf "%d", rand() * span }')
-        run --ckpt-dir "$dir" --resume auto > "$dir.out" 2>&1 &
+        # the trainer itself in the background (not a subshell running it), so
+        # that the kill reaches it
+        "$train" $opts --ckpt-dir "$dir" --resume auto > "$dir.out" 2>&1 &
         pid=$!
         sleep "$(awk -v ms="$ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
         kill -9 $pid 2>/dev/null

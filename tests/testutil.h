@@ -4,9 +4,14 @@
  * A test file defines functions `static void test_xxx(void)` and lists them
  * in main() with CT_RUN(test_xxx). CT_EXPECT* record a failure with file,
  * line and values and keep going; the binary exits non-zero if anything
- * failed and prints "N passed, N failed". Random data comes from a seeded
- * generator; the seed is printed (override with CT_TEST_SEED=n).
+ * failed and prints "N passed, N failed, N skipped". Random data comes from
+ * a seeded generator; the seed is printed (override with CT_TEST_SEED=n).
  * After each test the harness checks that no tensor or storage leaked.
+ *
+ * A section that cannot run (no device, no Python package) says so with
+ * ct_test_skip: a line "skip: …" and a count in the summary, never a silent
+ * "ok". Whether a missing OpenCL device is a skip or a failure is decided
+ * in one place, ct_test_opencl_devices.
  */
 #ifndef CT_TESTUTIL_H
 #define CT_TESTUTIL_H
@@ -26,6 +31,9 @@ void ct_test_fail(const char *file, int line, const char *fmt, ...);
 void ct_test_run(const char *name, void (*fn)(void));
 int ct_test_finish(void);         /* prints the summary, returns exit code */
 void ct_test_init(int argc, char **argv);
+/* Record that part of the current test did not run: prints "skip: <why>"
+ * and counts it in the summary. */
+void ct_test_skip(const char *fmt, ...);
 
 #define CT_RUN(fn) ct_test_run(#fn, fn)
 
@@ -67,6 +75,24 @@ void ct_test_init(int argc, char **argv);
         ct_clear_error();                                                            \
     } while (0)
 
+/* ---- devices: a visible skip, or a failure when a device must exist ---- */
+/* True when this machine must offer an OpenCL device: the build has the
+ * OpenCL backend and an OpenCL runtime is installed (an ICD file where the
+ * loader looks: $OCL_ICD_VENDORS, else /etc/OpenCL/vendors, or libraries
+ * named in $OCL_ICD_FILENAMES). CI always has PoCL, so there, finding no
+ * device is a bug in enumeration or the device filter, not an absence. */
+bool ct_test_opencl_expected(void);
+/* How many OpenCL devices a device section of the current test runs on.
+ * With none it records a failure when one was expected, else a skip
+ * "skip: <what> (no OpenCL device)"; either way it returns 0. */
+int ct_test_opencl_devices(const char *what);
+/* The same for CUDA, where a GPU is never guaranteed: none is a skip. */
+int ct_test_cuda_devices(const char *what);
+/* main()'s exit code for a binary that can do nothing without an OpenCL
+ * device: 77 (ctest's skip) when none can exist, 1 with a FAIL line when
+ * one was expected. */
+int ct_test_opencl_absent_exit(const char *what);
+
 /* ---- random data and float64 references ---- */
 uint64_t ct_test_rand_u64(void);
 double ct_test_uniform(double lo, double hi);
@@ -76,15 +102,32 @@ int64_t ct_test_randint(int64_t lo, int64_t hi); /* [lo, hi) */
 void ct_test_fill_uniform(double *x, int64_t n, double lo, double hi);
 /* A CPU tensor of `dt` from float64 host values (rounded to dt). */
 ct_tensor *ct_test_tensor(const double *vals, ct_shape shape, ct_dtype dt);
+/* v as dtype dt stores it, computed here rather than read back through
+ * ctorch (floats round to nearest even, integers truncate toward zero). */
+double ct_test_round_to(ct_dtype dt, double v);
 /* A random tensor with values in [lo, hi) of `dt`; writes the exact stored
- * values (after rounding to dt) into *vals_out (malloc'd, caller frees) if
- * not NULL. */
+ * values (rounded to dt here, and checked to be what the tensor holds) into
+ * *vals_out (malloc'd, caller frees) if not NULL. */
 ct_tensor *ct_test_random(ct_shape shape, ct_dtype dt, double lo, double hi, double **vals_out);
-/* Read all elements (row-major) as doubles; caller frees. */
+/* Does t hold vals (n of them, row-major) as dtype dt stores them? A test
+ * input that does not would make a reference describe another input: on
+ * a mismatch this fails the current test, naming the first bad element. */
+bool ct_test_holds(const ct_tensor *t, const double *vals, int64_t n, ct_dtype dt);
+/* Read all elements (row-major) as doubles; caller frees. A failed read
+ * fails the current test (the values are then NaN). */
 double *ct_test_values(const ct_tensor *t);
 
 /* PyTorch's default tolerances for a dtype (assert_close). */
 void ct_test_tolerances(ct_dtype dt, double *rtol, double *atol);
+/* What a result of dtype dt can be held to when the reference is the exact
+ * (float64) result at the same stored inputs: rtol is 2 units of dt's
+ * roundoff (the result's own rounding). atol covers the terms that make up
+ * a value, of size up to `scale` (e.g. the sum of |terms| a broadcast
+ * gradient adds up, or a gradient's largest element): 2 units of dt's
+ * roundoff (PyTorch rounds such intermediates to dt too) or 16 of the
+ * float32 arithmetic it computes in, whichever is larger, times scale; at
+ * least dt's subnormal spacing. */
+void ct_test_rounding_tolerances(ct_dtype dt, double scale, double *rtol, double *atol);
 /* Compare t with expected (row-major, numel n) using rtol/atol; NaN must match
  * NaN, infinities must match sign. Records a failure naming `what`, the worst
  * index and values. Returns true if close. */
@@ -98,7 +141,8 @@ bool ct_test_shape_is(const char *file, int line, const ct_tensor *t, ct_shape s
 
 /* A non-contiguous tensor with the same values as `vals` of shape `shape`
  * (made by transposing a contiguous buffer and transposing back, so the
- * result has reversed-stride layout). */
+ * result has reversed-stride layout). A failed copy fails the current test
+ * and returns NULL. */
 ct_tensor *ct_test_noncontiguous(const double *vals, ct_shape shape, ct_dtype dt);
 
 #endif /* CT_TESTUTIL_H */

@@ -2,10 +2,12 @@
 # tools/run-tests.sh — the README's test command: install dependencies, build
 # ctorch with warnings as errors, run the whole test suite, then run it again
 # under AddressSanitizer + UndefinedBehaviorSanitizer, check that an
-# installed ctorch is usable through find_package and pkg-config, and fuzz
-# the safetensors parser for 30 seconds.
-# Set CT_SKIP_SANITIZE=1 to skip the sanitizer pass and CT_SKIP_FUZZ=1 to skip
-# the short fuzzing run (quicker local runs).
+# installed ctorch is usable through find_package and pkg-config, build
+# without OpenMP under ThreadSanitizer and run the tests that use threads,
+# and fuzz the safetensors, IDX and CIFAR-10 parsers for 20 seconds each.
+# Set CT_SKIP_SANITIZE=1 to skip the ASan+UBSan pass, CT_SKIP_TSAN=1 to skip
+# the ThreadSanitizer pass and CT_SKIP_FUZZ=1 to skip the short fuzzing run
+# (quicker local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
@@ -48,8 +50,36 @@ if [ "${CT_SKIP_SANITIZE:-0}" != 1 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build/asan --output-on-failure -j "$jobs"
 fi
+if [ "${CT_SKIP_TSAN:-0}" != 1 ]; then
+  echo "== ThreadSanitizer build without OpenMP, and the tests that use threads"
+  # gcc's TSan (libtsan2 comes with build-essential). The library's threads
+  # and locks are pthreads, which TSan intercepts; it does not intercept
+  # glibc's C11 thrd_/mtx_ (neither gcc 12's nor clang 14's runtime has
+  # them), so the library does not use those. OpenMP is off because libgomp
+  # is not instrumented: its barriers are invisible to TSan, and every
+  # parallel region would be reported as a race. So this job is also the
+  # CTORCH_OPENMP=OFF build: the library and every test binary are built
+  # (a few tests call omp_* and must build without it), and the threaded
+  # ones run: the DataLoader's workers, the allocators, streams and events
+  # on PoCL's threads, per-thread scopes, flags and TensorBoard writers.
+  # PoCL is not instrumented either, but it synchronises through the
+  # pthread calls TSan intercepts, and its tests run here without reports.
+  # No suppressions: a report fails the job (exit code 66).
+  cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTORCH_WERROR=ON -DCTORCH_TSAN=ON \
+    -DCTORCH_OPENMP=OFF -DCTORCH_CUDA=OFF -DCTORCH_BUILD_BENCH=OFF -DCTORCH_BUILD_EXAMPLES=OFF \
+    -DCTORCH_BUILD_TRAINER=OFF -DCTORCH_BUILD_INFO=OFF >/dev/null
+  cmake --build build/tsan -j "$jobs"
+  # The canary: a deliberate race must be reported, or this job proves nothing.
+  printf '%s\n' '#include <pthread.h>' 'static int x;' 'static void *bump(void *a) { x++; return a; }' \
+    'int main(void) { pthread_t t; pthread_create(&t, 0, bump, 0); x++; pthread_join(t, 0); return x != 2; }' \
+    >build/tsan/canary.c
+  cc -fsanitize=thread -g build/tsan/canary.c -o build/tsan/canary
+  if build/tsan/canary 2>/dev/null; then echo "TSan canary: a deliberate data race went unreported"; exit 1; fi
+  threaded='^test_(dataloader|dataloader_workers|alloc_cache|host_cache|stream|device_runtime|opencl_runtime|scope|tensorboard|backends_flags|device)$'
+  TSAN_OPTIONS=second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" -R "$threaded"
+fi
 if [ "${CT_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== fuzzing the safetensors parser briefly (libFuzzer)"
-  tools/run-fuzz.sh 30
+  echo "== fuzzing the file parsers briefly (libFuzzer: safetensors, IDX, CIFAR-10)"
+  tools/run-fuzz.sh 20 safetensors idx cifar
 fi
 echo "run-tests: all passed"

@@ -59,9 +59,12 @@ CT_API void ct_set_grad_enabled(bool enabled);
 
 /* torch.autograd.gradcheck: compares the analytical gradients of fn with
  * central finite differences in float64 (inputs must be float64 leaves
- * that require grad). fn returns a new tensor (any shape); the check uses
- * sum(out * random projection). *ok receives the verdict; on a mismatch the
- * last error names the input, the element and both values. */
+ * that require grad). fn returns a new tensor (any shape). As PyTorch's
+ * default mode, it compares whole Jacobians for outputs of up to 256
+ * elements (every output against every input element); larger outputs are
+ * compared through 8 fixed random projections v (vᵀJ against vᵀJ_num).
+ * *ok receives the verdict; on a mismatch the last error names the output
+ * (or projection), the input, the element and both values. */
 typedef ct_tensor *(*ct_gradcheck_fn)(ct_tensor *const *inputs, int n, void *user);
 typedef struct ct_gradcheck_opts {
     int reserved_;

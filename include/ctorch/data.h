@@ -63,8 +63,8 @@ typedef struct ct_dataset ct_dataset;
 
 /* The functions behind a dataset. get fills *out with new references
  * (untracked: create them with ct_* calls outside any scope, or ct_keep them
- * out of one) and returns CT_OK, or sets an error (ct_error via the public
- * error model) and returns its code. key is the sample's random key (0 when
+ * out of one) and returns CT_OK, or returns
+ * ct_set_error(code, "why ...") (ctorch/status.h). key is the sample's random key (0 when
  * the caller wants no randomness, e.g. evaluation). */
 typedef struct ct_dataset_fns {
     int64_t (*len)(void *state);
@@ -113,7 +113,7 @@ CT_API ct_transform *ct_transform_random_crop(int64_t size, int64_t padding);
 /* RandomHorizontalFlip(p): flips the last dim with probability p. */
 CT_API ct_transform *ct_transform_random_horizontal_flip(double p);
 /* Lambda(fn): a transform from a user function, which returns a new
- * (untracked) reference or NULL with an error set. free_state (may be NULL)
+ * (untracked) reference, or NULL after ct_set_error (ctorch/status.h). free_state (may be NULL)
  * is called on state by ct_transform_free. name is for error messages. */
 typedef ct_tensor *(*ct_transform_fn)(const ct_tensor *x, uint64_t key, void *state);
 CT_API ct_transform *ct_transform_lambda(const char *name, ct_transform_fn fn, void *state,
@@ -160,7 +160,8 @@ CT_API ct_sampler *ct_random_sampler(int64_t n, uint64_t seed);
 CT_API ct_sampler *ct_distributed_sampler(int64_t n, int num_replicas, int rank, bool shuffle,
                                          uint64_t seed, bool drop_last);
 /* A sampler from user functions: fill writes the epoch's indices into idx
- * (len entries, len from the len function). */
+ * (len entries, len from the len function) and returns CT_OK, or returns
+ * ct_set_error(code, "why ..."). */
 typedef struct ct_sampler_fns {
     int64_t (*len)(void *state);
     ct_status (*fill)(void *state, uint64_t epoch, int64_t *idx);
@@ -174,8 +175,8 @@ CT_API ct_status ct_sampler_indices(ct_sampler *s, int64_t *idx);
 CT_API void ct_sampler_free(ct_sampler *s);
 
 /* ---- DataLoader ---------------------------------------------------------------- */
-/* collate_fn: turn n samples into one batch (new references in *batch). The
- * default stacks each field on a new dim 0 (default_collate), into pinned
+/* collate_fn: turn n samples into one batch (new references in *batch);
+ * on failure it returns ct_set_error(code, "why ..."). The default stacks each field on a new dim 0 (default_collate), into pinned
  * memory when the loader pins. */
 typedef ct_status (*ct_collate_fn)(const ct_sample *samples, int n, ct_sample *batch, bool pin,
                                    void *user);
@@ -196,7 +197,8 @@ typedef struct ct_dataloader_opts {
     int num_workers;          /* worker threads; 0 loads in the caller's thread   */
     int prefetch_factor;      /* batches in flight per worker; 0 means 2          */
     bool pin_memory;          /* collate into page-locked memory (needs a device) */
-    double timeout;           /* seconds to wait for a batch; 0 waits forever     */
+    double timeout;           /* seconds to wait for a batch; 0 waits forever;
+                                 needs num_workers > 0 (see TIMEOUTS below)      */
     bool persistent_workers;  /* keep the workers between epochs                  */
     uint64_t seed;            /* shuffling and augmentation keys                  */
     ct_collate_fn collate_fn; void *collate_user;
@@ -206,12 +208,31 @@ typedef struct ct_dataloader_opts {
 typedef struct ct_dataloader ct_dataloader;
 typedef struct ct_dataloader_iter ct_dataloader_iter;
 
-/* The loader borrows ds (it must outlive the loader). PyTorch's argument
- * checks and messages ("sampler option is mutually exclusive with shuffle",
- * "num_workers option should be non-negative; …", …). o.sampler is freed
- * when the loader cannot be made, so a failed call leaks nothing. */
+/* TIMEOUTS. With timeout > 0, ct_dataloader_next waits at most that long for
+ * each batch, then fails with CT_ERR_STATE "DataLoader timed out after <t>
+ * seconds" and the iteration ends. The worker that was late is not killed
+ * (a thread cannot be, safely): the loader abandons that iterator's workers
+ * and neither ct_dataloader_next, ct_dataloader_iter_free nor
+ * ct_dataloader_free waits for them; a worker still in get exits when get
+ * returns (a hung one never does, and does not hold up exit()). Until then
+ * it still uses the dataset, so after a timeout the dataset (and the state
+ * of get, collate_fn and worker_init_fn) must stay valid until
+ * ct_dataloader_abandoned_workers() is 0, or until the program exits. A
+ * persistent loader starts new workers for its next iterator. As in
+ * PyTorch, timeout needs num_workers > 0 (the caller's thread cannot bound
+ * its own get): ct_dataloader_new refuses a timeout with num_workers == 0,
+ * where PyTorch's iter() fails its assert.
+ * Without a timeout, stopping the workers (end of epoch, iterator or loader
+ * freed) waits for them, so the dataset may be freed right after the loader. */
+
+/* The loader borrows ds (it must outlive the loader; after a timeout, see
+ * TIMEOUTS). PyTorch's argument checks and messages ("sampler option is
+ * mutually exclusive with shuffle", "num_workers option should be
+ * non-negative; …", …). o.sampler is freed when the loader cannot be made,
+ * so a failed call leaks nothing. */
 CT_API ct_dataloader *ct_dataloader_new(ct_dataset *ds, ct_dataloader_opts o);
-CT_API void ct_dataloader_free(ct_dataloader *dl);   /* stops any workers */
+/* Stops any workers: waits for them, except after a timeout (see TIMEOUTS). */
+CT_API void ct_dataloader_free(ct_dataloader *dl);
 /* len(loader): batches per epoch. */
 CT_API int64_t ct_dataloader_len(const ct_dataloader *dl);
 /* The epoch the next iterator will run (0 at first; each iterator that is
@@ -239,6 +260,9 @@ CT_API ct_status ct_dataloader_iter_status(const ct_dataloader_iter *it);
 /* Batches delivered so far in this epoch. */
 CT_API int64_t ct_dataloader_iter_pos(const ct_dataloader_iter *it);
 CT_API void ct_dataloader_iter_free(ct_dataloader_iter *it);   /* NULL is a no-op */
+/* Worker threads left running by timeouts (all loaders of the process) that
+ * have not exited yet, i.e. may still call a dataset's get (see TIMEOUTS). */
+CT_API int ct_dataloader_abandoned_workers(void);
 
 #ifdef __cplusplus
 }

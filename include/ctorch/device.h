@@ -61,7 +61,9 @@ CT_API bool ct_device_type_available(ct_device_type type);
 /* Number of devices of a type (0 if the backend is absent; 1 for cpu). */
 CT_API int ct_device_count(ct_device_type type);
 /* Resolve index -1 to the current device and check the ordinal exists.
- * Errors: CT_ERR_DEVICE naming the valid ordinals or the missing backend. */
+ * Errors: CT_ERR_DEVICE naming the valid ordinals or the missing backend;
+ * any other negative index is refused ("Device index must be -1 or
+ * non-negative, got -5"), and a CPU index other than -1 and 0. */
 CT_API ct_status ct_device_check(ct_device dev, ct_device *resolved);
 /* Human-readable device name ("cpu", "NVIDIA H100 80GB HBM3", "pthread-…"). */
 CT_API ct_status ct_device_name(ct_device dev, char *buf, size_t size);
@@ -93,7 +95,8 @@ CT_API ct_status ct_cuda_get_device_name(int index, char *buf, size_t size);
 
 /* d2l's helpers: cuda:i if it exists, else cpu; and every CUDA device, or
  * [cpu] if there is none. ct_try_all_gpus writes up to max devices and
- * returns how many it wrote. */
+ * returns how many it wrote (0 and CT_ERR_INVALID_ARG for a NULL out or a
+ * negative max). */
 CT_API ct_device ct_try_gpu(int i);
 CT_API int ct_try_all_gpus(ct_device *out, int max);
 

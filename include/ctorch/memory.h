@@ -66,7 +66,10 @@ CT_API ct_status ct_reset_accumulated_memory_stats(ct_device dev);
 /* Return every unused cached segment of the device to the driver (waiting
  * first for pending cross-stream uses), as torch.cuda.empty_cache. */
 CT_API ct_status ct_empty_cache(ct_device dev);
-/* Limit this process to fraction * total device memory (0..1). */
+/* Limit this process to fraction * total device memory (0..1). Only devices
+ * with a caching allocator (cuda, opencl) have a limit: on the CPU this is
+ * CT_ERR_DEVICE ("Expected a cuda or opencl device, but got: cpu"), as
+ * torch.cuda.set_per_process_memory_fraction refuses non-CUDA devices. */
 CT_API ct_status ct_set_per_process_memory_fraction(double fraction, ct_device dev);
 /* Free and total device memory, as reported by the driver. */
 CT_API ct_status ct_mem_get_info(ct_device dev, size_t *free_bytes, size_t *total_bytes);

@@ -45,7 +45,7 @@ CT_API const char *ct_module_type(const ct_module *m);      /* "Linear", "Sequen
 /* Parameters in registration order, children depth-first (as
  * named_parameters()). Write up to max borrowed pointers (and their full
  * dotted names, if names != NULL; names are valid while m lives); return
- * how many exist. */
+ * how many exist (-1 for a NULL module or a negative max). */
 CT_API int ct_module_parameters(ct_module *m, ct_tensor **params, const char **names, int max);
 /* Buffers (running_mean, running_var, num_batches_tracked, …), same rules. */
 CT_API int ct_module_buffers(ct_module *m, ct_tensor **buffers, const char **names, int max);
@@ -73,6 +73,7 @@ CT_API ct_status ct_module_add_child(ct_module *m, const char *name, ct_module *
 CT_API ct_tensor *ct_module_param(ct_module *m, const char *name);
 CT_API ct_tensor *ct_module_buffer(ct_module *m, const char *name);
 CT_API int ct_module_num_children(const ct_module *m);
+/* The i-th child; NULL and CT_ERR_INDEX when i is out of range. */
 CT_API ct_module *ct_module_child_at(ct_module *m, int i);
 
 /* F.linear: input [*, in] @ weightᵀ + bias (bias may be NULL). */
@@ -91,6 +92,8 @@ CT_API ct_module *ct_nn_sequential(ct_module *const *modules, int n);
 #define CT_SEQUENTIAL(...) \
     ct_nn_sequential((ct_module *const[]){__VA_ARGS__}, \
                      (int)(sizeof((ct_module *const[]){__VA_ARGS__}) / sizeof(ct_module *)))
+/* Appends m (taking ownership, also on failure) to a Sequential; any other
+ * module is refused with CT_ERR_INVALID_ARG. */
 CT_API ct_status ct_sequential_append(ct_module *seq, ct_module *m);
 
 /* nn.Conv2d(in, out, kernel_size, stride=1, padding=0, dilation=1, groups=1,

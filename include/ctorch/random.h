@@ -22,7 +22,8 @@ extern "C" {
 /* torch.manual_seed: reseed the default generator (offset back to 0). */
 CT_API void ct_manual_seed(uint64_t seed);
 CT_API uint64_t ct_initial_seed(void);
-/* Get/set the default generator's state (seed, offset) for exact resume. */
+/* Get/set the default generator's state (seed, offset) for exact resume;
+ * either output pointer may be NULL. */
 CT_API void ct_get_rng_state(uint64_t *seed, uint64_t *offset);
 CT_API void ct_set_rng_state(uint64_t seed, uint64_t offset);
 

@@ -56,6 +56,29 @@ CT_API const char *ct_last_error(void);
 /* Forget the last error of this thread. */
 CT_API void ct_clear_error(void);
 
+#if defined(__GNUC__)
+#  define CT_API_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#  define CT_API_PRINTF(fmt, args)
+#endif
+
+/* Raise an error from user code, as the library does: code and a printf-style
+ * message are stored on this thread (ct_last_status / ct_last_error) and the
+ * error handler is called. Returns code, so a callback that fails can
+ *
+ *     return ct_set_error(CT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+ *
+ * This is how callbacks (a dataset's get, a collate_fn, a transform
+ * function, a sampler's fill, a module's forward, a gradcheck function)
+ * report why they failed. The library clears the thread's error before it
+ * calls any of them, and
+ * reports one that fails without setting an error by naming it (e.g.
+ * "MyData: dataset get(17) failed with CT_ERR_IO without setting an
+ * error"), never with an earlier, unrelated message. The message may quote
+ * ct_last_error(). A code that is not an error (CT_OK or unknown) is
+ * recorded and returned as CT_ERR_INVALID_ARG. */
+CT_API ct_status ct_set_error(ct_status code, const char *fmt, ...) CT_API_PRINTF(2, 3);
+
 /* A short constant name for a code, e.g. "CT_ERR_SHAPE". */
 CT_API const char *ct_status_str(ct_status s);
 

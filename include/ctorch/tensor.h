@@ -54,7 +54,17 @@ typedef struct ct_shape {
     ((ct_shape){.ndim = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
                 .dims = {__VA_ARGS__}})
 #define CT_SHAPE0 ((ct_shape){.ndim = 0, .dims = {0}})
+/* A shape from an array. ndim outside [0, CT_MAX_DIMS] or NULL dims record
+ * an error and give ndim -1, which every function taking a shape refuses. */
 CT_API ct_shape ct_shape_make(int ndim, const int64_t *dims);
+
+/* Every shape a tensor can have: at most CT_MAX_DIMS sizes, none negative,
+ * and their product with zero sizes counted as one at most INT64_MAX, so
+ * that element counts and contiguous strides cannot overflow. Creation,
+ * views, reshape, expand and the file readers refuse other shapes with
+ * CT_ERR_SHAPE ("Stride calculation overflowed" / "numel: integer
+ * multiplication overflow", as PyTorch), also when a zero size makes the
+ * tensor empty. */
 
 /* Options for creation functions, passed as designated initialisers:
  *   ct_zeros(CT_SHAPE(3, 4), .dtype = CT_FLOAT64, .device = dev)
@@ -90,6 +100,8 @@ CT_API int64_t ct_live_tensors(void);
 CT_API int64_t ct_live_storages(void);
 
 /* ---- properties -------------------------------------------------------- */
+/* A NULL tensor gives 0 (ct_size/ct_stride: -1), NULL or false and records
+ * no error (it is normally the result of a call that already did). */
 CT_API int ct_ndim(const ct_tensor *t);
 CT_API int64_t ct_size(const ct_tensor *t, int dim);     /* negative dims count from the end */
 CT_API int64_t ct_stride(const ct_tensor *t, int dim);   /* in elements */
@@ -186,7 +198,11 @@ CT_API ct_tensor *ct_cpu(const ct_tensor *t);
  * pinned memory. */
 CT_API ct_tensor *ct_to_device_nb(const ct_tensor *t, ct_device device, bool non_blocking);
 /* dst.copy_(src): broadcasts src to dst's shape, converts dtype, crosses
- * devices. dst may be a view; its storage is written in place. */
+ * devices. dst may be a view; its storage is written in place. As in
+ * PyTorch, copying a tensor onto itself does nothing, and these are refused
+ * (CT_ERR_INVALID_ARG, "unsupported operation: ... Please clone() the
+ * tensor before performing the operation."): a dst whose elements share
+ * memory (an expanded view), and a src that partly overlaps dst. */
 CT_API ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src);
 CT_API ct_status ct_fill_(ct_tensor *t, double value);
 CT_API ct_status ct_zero_(ct_tensor *t);

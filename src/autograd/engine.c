@@ -231,6 +231,20 @@ oom:
     return ct_error_set(CT_ERR_OOM, "out of memory walking the autograd graph");
 }
 
+/* A backward rule must return, for input i, a gradient of input i's shape
+ * (PyTorch's validate_outputs): a wrongly shaped one would otherwise be
+ * stored in a leaf's .grad or broadcast into a pending sum without a word. */
+static ct_status check_gradient(const ct_node *n, int i, const ct_tensor *g) {
+    const ct_input_meta *m = &n->in[i];
+    bool same = g->ndim == m->ndim;
+    for (int d = 0; same && d < m->ndim; d++) same = g->shape[d] == m->shape[d];
+    if (same) return CT_OK;
+    char got[CT_SHAPE_STR_MAX], want[CT_SHAPE_STR_MAX];
+    return ct_error_set(CT_ERR_SHAPE, "Function %s returned an invalid gradient at index %d - got %s but expected "
+                        "shape compatible with %s", n->name, i, ct_shape_str(g->shape, g->ndim, got, sizeof got),
+                        ct_shape_str(m->shape, m->ndim, want, sizeof want));
+}
+
 /* Run one node and pass its input gradients on. */
 static ct_status run_node(ct_node *n, node_list *ready) {
     ct_tensor *grad_in[CT_NODE_MAX_INPUTS] = {NULL};
@@ -246,6 +260,7 @@ static ct_status run_node(ct_node *n, node_list *ready) {
     }
     for (int i = 0; i < n->n_inputs; i++) {
         ct_tensor *g = grad_in[i];
+        if (g && st == CT_OK && (n->leaf[i] || n->next[i])) st = check_gradient(n, i, g);
         if (g && st == CT_OK && n->leaf[i]) {
             st = accumulate_leaf(n->leaf[i], g);
         } else if (g && st == CT_OK && n->next[i]) {

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
+#include <pthread.h>
 
 #include "alloc_cache.h"
 #include "alloc_common.h"
@@ -73,7 +73,7 @@ typedef struct stream_queue {
 struct ct_alloc_cache {
     ct_alloc_ops ops;
     ct_device dev;
-    mtx_t lock;
+    pthread_mutex_t lock;
     block *free_tree[2];    /* [0] small pool, [1] large pool */
     segment *segments;
     stream_queue *queues;
@@ -507,7 +507,7 @@ ct_alloc_cache *ct_alloc_cache_create(const ct_alloc_ops *ops, ct_device dev) {
                   CT_ERR_INVALID_ARG, "caching allocator: every op of ct_alloc_ops is required");
     ct_alloc_cache *c = (ct_alloc_cache *)calloc(1, sizeof *c);
     CT_CHECK_NULL(c, CT_ERR_OOM, "caching allocator: out of host memory");
-    if (mtx_init(&c->lock, mtx_plain) != thrd_success) {
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
         free(c);
         ct_error_set(CT_ERR_INTERNAL, "caching allocator: cannot create its mutex");
         return NULL;
@@ -521,7 +521,7 @@ ct_alloc_cache *ct_alloc_cache_create(const ct_alloc_ops *ops, ct_device dev) {
 
 void ct_alloc_cache_destroy(ct_alloc_cache *c) {
     if (!c) return;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     synchronize_and_free_events(c);
     int64_t live = c->stats.allocation[CT_POOL_ALL].current;
     if (live > 0)
@@ -541,8 +541,8 @@ void ct_alloc_cache_destroy(ct_alloc_cache *c) {
         free(seg);
     }
     free(c->queues);
-    mtx_unlock(&c->lock);
-    mtx_destroy(&c->lock);
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -589,7 +589,7 @@ ct_status ct_alloc_cache_malloc(ct_alloc_cache *c, size_t nbytes, void *stream, 
     if (nbytes == 0) return CT_OK;
     CT_CHECK_STATUS(nbytes < ONE_EXA_BYTES, CT_ERR_OOM, "%s out of memory. Tried to allocate more than 1EB memory.",
                     c->ops.device_title);
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     process_events(c);
     size_t size = round_size(nbytes), alloc_size = segment_size_for(size);
     block *b = NULL;
@@ -601,26 +601,26 @@ ct_status ct_alloc_cache_malloc(ct_alloc_cache *c, size_t nbytes, void *stream, 
         out->offset = b->offset;
         out->size = b->size;
         out->block = b;
-        mtx_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         return CT_OK;
     }
     if (r == SEGMENT_FAILED) {
-        mtx_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         return err;
     }
     char msg[512];
     c->stats.num_ooms++;
     format_oom_message(c, alloc_size, msg, sizeof msg);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     return ct_error_set(CT_ERR_OOM, "%s", msg);
 }
 
 void ct_alloc_cache_free(ct_alloc_cache *c, void *blk) {
     if (!c || !blk) return;
     block *b = (block *)blk;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     if (!b->allocated) {
-        mtx_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         ct_error_set(CT_ERR_INTERNAL, "caching allocator: free of a block that is not allocated (double free?)");
         return;
     }
@@ -632,23 +632,23 @@ void ct_alloc_cache_free(ct_alloc_cache *c, void *blk) {
         insert_events(c, b);
     else
         free_block(c, b);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
 }
 
 void ct_alloc_cache_record_stream(ct_alloc_cache *c, void *blk, void *stream) {
     if (!c || !blk) return;
     block *b = (block *)blk;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     bool ok = stream == b->stream || !b->allocated || ct_ptr_set_add(&b->stream_uses, stream);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     if (!ok) ct_error_set(CT_ERR_OOM, "record_stream: out of host memory");
 }
 
 ct_status ct_alloc_cache_empty(ct_alloc_cache *c) {
     CT_CHECK_STATUS(c, CT_ERR_INVALID_ARG, "empty_cache: NULL allocator");
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     release_cached_blocks(c);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     return CT_OK;
 }
 
@@ -657,36 +657,36 @@ ct_status ct_alloc_cache_set_fraction(ct_alloc_cache *c, double fraction) {
     CT_CHECK_STATUS(fraction >= 0.0 && fraction <= 1.0, CT_ERR_INVALID_ARG,
                     "set_per_process_memory_fraction: Invalid fraction value: %g. Allowed range: 0~1", fraction);
     size_t device_free = 0, device_total = 0;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     ct_status st = c->ops.mem_get_info(c->ops.ctx, &device_free, &device_total);
     if (st == CT_OK) {
         double allowed = fraction * (double)device_total; /* a backend may report SIZE_MAX */
         c->allowed = allowed >= (double)SIZE_MAX ? SIZE_MAX : (size_t)allowed;
         c->fraction_set = true;
     }
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     return st;
 }
 
 void ct_alloc_cache_stats(ct_alloc_cache *c, ct_memory_stats *out) {
     if (!c || !out) return;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     *out = c->stats;
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
 }
 
 void ct_alloc_cache_reset_peak(ct_alloc_cache *c) {
     if (!c) return;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     ct_memory_stats_reset_peak(&c->stats);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
 }
 
 void ct_alloc_cache_reset_accumulated(ct_alloc_cache *c) {
     if (!c) return;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     ct_memory_stats_reset_accumulated(&c->stats);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- snapshot ----------------------------------------------------------------- */
@@ -733,14 +733,14 @@ ct_status ct_alloc_cache_snapshot(ct_alloc_cache *c, ct_segment_info **segments,
     CT_CHECK_STATUS(c && segments && count, CT_ERR_INVALID_ARG, "memory_snapshot: NULL argument");
     *segments = NULL;
     *count = 0;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     int n = 0;
     for (segment *seg = c->segments; seg; seg = seg->next_seg) n++;
     ct_segment_info *infos = n ? (ct_segment_info *)calloc((size_t)n, sizeof *infos) : NULL;
     int done = 0;
     if (infos)
         for (segment *seg = c->segments; seg && describe_segment(c, seg, &infos[done]); seg = seg->next_seg) done++;
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     if (done < n) {
         ct_memory_snapshot_free(infos, done);
         return ct_error_set(CT_ERR_OOM, "memory_snapshot: out of host memory");

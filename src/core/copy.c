@@ -67,7 +67,7 @@ static ct_status read_to_host(const ct_tensor *src, void *host) {
 }
 
 ct_status cti_copy(ct_tensor *dst, const ct_tensor *src) {
-    if (!dst || !src) return ct_last_status() ? ct_last_status() : CT_ERR_INVALID_ARG;
+    if (!dst || !src) return ct_error_null_input("copy_");
     int64_t shape[CT_MAX_DIMS];
     int n;
     if (!ct_broadcast_shapes("copy_", dst->shape, dst->ndim, src->shape, src->ndim, shape, &n))
@@ -115,6 +115,7 @@ ct_tensor *cti_empty_like(const ct_tensor *t) {
 }
 
 ct_tensor *cti_clone(const ct_tensor *t) {
+    if (!t) return NULL;
     ct_tensor *out = cti_empty_like(t);
     if (out && copy_same_device(out, t) != CT_OK) {
         ct_decref(out);
@@ -249,10 +250,76 @@ ct_tensor *ct_to_device_nb(const ct_tensor *t, ct_device device, bool non_blocki
     return ct_track(cta_to_device(t, d));
 }
 
-ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) { return cti_copy(dst, src); }
+/* ---- copy_'s aliasing rules (PyTorch's MemOverlap.cpp) ---------------------------- */
+
+/* A size > 1 dim with stride 0: several elements are one memory location. */
+static bool has_internal_overlap(const ct_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] > 1 && t->strides[i] == 0) return true;
+    return false;
+}
+
+/* Some permutation of the dims makes t contiguous: its elements fill one
+ * range of memory exactly once. */
+static bool non_overlapping_and_dense(const ct_tensor *t) {
+    int perm[CT_MAX_DIMS], n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] != 1) perm[n++] = i;
+    for (int i = 1; i < n; i++)   /* insertion sort by stride */
+        for (int j = i; j > 0 && t->strides[perm[j]] < t->strides[perm[j - 1]]; j--) {
+            int k = perm[j];
+            perm[j] = perm[j - 1], perm[j - 1] = k;
+        }
+    int64_t expected = 1;
+    for (int k = 0; k < n; k++) {
+        if (t->strides[perm[k]] != expected) return false;
+        expected *= t->shape[perm[k]];
+    }
+    return true;
+}
+
+static int64_t byte_begin(const ct_tensor *t) {
+    return (int64_t)t->storage->byte_offset + t->offset * (int64_t)ct_dtype_size(t->dtype);
+}
+
+/* get_overlap_status == Partial: the two cover intersecting but different
+ * memory. Only decidable when both are dense (PyTorch: "TooHard" otherwise,
+ * which it lets through, as here: the copy then goes through a clone). */
+static bool partial_overlap(const ct_tensor *a, const ct_tensor *b) {
+    int64_t na = ct_shape_numel(a->shape, a->ndim), nb = ct_shape_numel(b->shape, b->ndim);
+    if (a->storage != b->storage || na == 0 || nb == 0) return false;
+    if (!non_overlapping_and_dense(a) || !non_overlapping_and_dense(b)) return false;
+    int64_t a0 = byte_begin(a), a1 = a0 + na * (int64_t)ct_dtype_size(a->dtype);
+    int64_t b0 = byte_begin(b), b1 = b0 + nb * (int64_t)ct_dtype_size(b->dtype);
+    if (a0 == b0 && a1 == b1)
+        return a->ndim != b->ndim || memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim) != 0;
+    return a0 < b1 && b0 < a1;
+}
+
+static bool same_data(const ct_tensor *a, const ct_tensor *b) {
+    return a->storage == b->storage && a->offset == b->offset && a->dtype == b->dtype && a->ndim == b->ndim &&
+           memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
+           memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+/* Tensor.copy_: a copy onto itself is a no-op; otherwise PyTorch refuses a
+ * destination whose elements share memory (an expanded view) and a source
+ * that partly overlaps the destination. */
+ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) {
+    if (!dst || !src) return cti_copy(dst, src);
+    if (dst == src || same_data(dst, src)) return CT_OK;
+    CT_CHECK_STATUS(!has_internal_overlap(dst), CT_ERR_INVALID_ARG,
+                    "copy_: unsupported operation: more than one element of the written-to tensor refers to a "
+                    "single memory location. Please clone() the tensor before performing the operation.");
+    CT_CHECK_STATUS(!partial_overlap(dst, src), CT_ERR_INVALID_ARG,
+                    "copy_: unsupported operation: some elements of the input tensor and the written-to tensor "
+                    "refer to a single memory location. Please clone() the tensor before performing the "
+                    "operation.");
+    return cti_copy(dst, src);
+}
 
 ct_status ct_fill_(ct_tensor *t, double value) {
-    if (!t) return ct_last_status() ? ct_last_status() : CT_ERR_INVALID_ARG;
+    if (!t) return ct_error_null_input("fill_");
     if (ct_shape_numel(t->shape, t->ndim) == 0) return CT_OK;
     ct_kview v = ct_kview_of(t);
     return CTI_BACKEND_CALL(t, fill, "fill_", &v, value);
@@ -317,6 +384,10 @@ double ct_item(const ct_tensor *t) {
 
 double ct_get(const ct_tensor *t, const int64_t *index) {
     if (!t) return NAN;
+    if (!index && t->ndim > 0) {
+        ct_error_set(CT_ERR_INVALID_ARG, "get: NULL index for a %d-D tensor", t->ndim);
+        return NAN;
+    }
     int64_t off = t->offset;
     for (int i = 0; i < t->ndim; i++) {
         int64_t k = index[i] < 0 ? index[i] + t->shape[i] : index[i];

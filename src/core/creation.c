@@ -14,19 +14,17 @@ static ct_tensor *with_grad_flag(ct_tensor *t, ct_opts o) {
     return t;
 }
 
-static bool shape_ok(ct_shape s) {
-    CT_CHECK_RET(s.ndim >= 0 && s.ndim <= CT_MAX_DIMS, false, CT_ERR_SHAPE,
-                 "tensors have at most %d dimensions, got %d", CT_MAX_DIMS, s.ndim);
-    return true;
-}
+/* Sizes from the caller: checked here, with the factory's name, before
+ * anything is computed from them. */
+static bool shape_ok(const char *op, ct_shape s) { return ct_shape_check(op, s.dims, s.ndim, NULL); }
 
 ct_tensor *ct_empty_opts(ct_shape s, ct_opts o) {
-    if (!shape_ok(s)) return NULL;
+    if (!shape_ok("empty", s)) return NULL;
     return ct_track(with_grad_flag(cti_empty(s.dims, s.ndim, o.dtype, o.device), o));
 }
 
 ct_tensor *ct_full_opts(ct_shape s, double value, ct_opts o) {
-    if (!shape_ok(s)) return NULL;
+    if (!shape_ok("full", s)) return NULL;
     return ct_track(with_grad_flag(cti_full(s.dims, s.ndim, value, o.dtype, o.device), o));
 }
 
@@ -35,7 +33,7 @@ ct_tensor *ct_ones_opts(ct_shape s, ct_opts o) { return ct_full_opts(s, 1.0, o);
 
 static ct_tensor *random_tensor(const char *op, ct_shape s, ct_dtype dt, ct_device dev,
                                 ct_random_kind kind, double a, double b) {
-    if (!shape_ok(s)) return NULL;
+    if (!shape_ok(op, s)) return NULL;
     ct_tensor *t = cti_empty(s.dims, s.ndim, dt, dev);
     if (!t) return NULL;
     int64_t n = ct_shape_numel(t->shape, t->ndim);
@@ -70,6 +68,11 @@ ct_tensor *ct_randint_opts(int64_t low, int64_t high, ct_shape s, ct_opts o) {
     CT_CHECK_NULL(low < high, CT_ERR_INVALID_ARG,
                   "random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                   (long long)low, (long long)high);
+    /* the backends receive the bounds as doubles: keep them exact */
+    const int64_t exact = INT64_C(1) << 53;
+    CT_CHECK_NULL(low >= -exact && high <= exact, CT_ERR_INVALID_ARG,
+                  "randint: low and high must lie in [-2^53, 2^53], got low=%lld, high=%lld", (long long)low,
+                  (long long)high);
     ct_dtype dt = o.dtype == CT_DTYPE_DEFAULT ? CT_INT64 : o.dtype;
     return ct_track(random_tensor("randint", s, dt, o.device, CT_RAND_INT, (double)low, (double)high));
 }
@@ -84,7 +87,10 @@ ct_tensor *ct_arange_opts(double start, double end, double step, ct_opts o) {
     ct_dtype dt = o.dtype;
     if (dt == CT_DTYPE_DEFAULT)
         dt = cti_is_whole(start) && cti_is_whole(end) && cti_is_whole(step) ? CT_INT64 : cti_resolve_dtype(dt);
-    int64_t n = (int64_t)ceil((end - start) / step);
+    double size = ceil((end - start) / step);
+    CT_CHECK_NULL(size >= 0 && size < (double)INT64_MAX, CT_ERR_INVALID_ARG,
+                  "arange: invalid size, possible overflow? (start=%g, end=%g, step=%g)", start, end, step);
+    int64_t n = (int64_t)size;
     ct_tensor *t = cti_empty(&n, 1, dt, o.device);
     if (t && n > 0) {
         ct_kview v = ct_kview_of(t);
@@ -121,8 +127,9 @@ ct_tensor *ct_eye_opts(int64_t n, int64_t m, ct_opts o) {
     CT_CHECK_NULL(n >= 0, CT_ERR_INVALID_ARG, "eye: n must be greater or equal to 0, got %lld", (long long)n);
     int64_t shape[2] = {n, m};
     ct_tensor *t = cti_full(shape, 2, 0.0, o.dtype, o.device);
-    int64_t k = n < m ? n : m, stride = m + 1;
-    if (t && k > 0) {
+    int64_t k = n < m ? n : m;
+    if (t && k > 0) { /* k > 0: [n, m] has n * m elements, so m + 1 fits */
+        int64_t stride = m + 1;
         ct_tensor *diag = cti_as_strided(t, &k, &stride, 1, 0);
         ct_status st = diag ? ct_fill_(diag, 1.0) : ct_last_status();
         ct_decref(diag);
@@ -135,10 +142,11 @@ ct_tensor *ct_eye_opts(int64_t n, int64_t m, ct_opts o) {
 }
 
 ct_tensor *ct_from_data(const void *data, ct_dtype src_dtype, ct_shape s, ct_opts o) {
-    CT_CHECK_NULL(data || ct_shape_numel(s.dims, s.ndim) == 0, CT_ERR_INVALID_ARG, "from_data: NULL data");
+    int64_t numel;
+    if (!ct_shape_check("from_data", s.dims, s.ndim, &numel)) return NULL;
+    CT_CHECK_NULL(data || numel == 0, CT_ERR_INVALID_ARG, "from_data: NULL data");
     CT_CHECK_NULL(ct_dtype_is_valid(src_dtype), CT_ERR_DTYPE, "from_data: invalid source dtype %d",
                   (int)src_dtype);
-    if (!shape_ok(s)) return NULL;
     ct_dtype dt = o.dtype == CT_DTYPE_DEFAULT ? src_dtype : o.dtype;
     ct_tensor *t = cti_empty(s.dims, s.ndim, dt, o.device);
     if (t && ct_copy_from_host(t, data, src_dtype, ct_shape_numel(t->shape, t->ndim)) != CT_OK) {

@@ -55,7 +55,7 @@ ct_status ct_device_parse(const char *str, ct_device *out) {
 
 char *ct_device_format(ct_device dev, char *buf, size_t size) {
     if (!buf || size == 0) return buf;
-    if (dev.type == CT_DEVICE_CPU || dev.index < 0)
+    if ((dev.type == CT_DEVICE_CPU && dev.index == 0) || dev.index == -1)
         snprintf(buf, size, "%s", ct_device_type_name(dev.type));
     else
         snprintf(buf, size, "%s:%d", ct_device_type_name(dev.type), dev.index);
@@ -73,12 +73,16 @@ int ct_device_count(ct_device_type type) {
 ct_status ct_device_check(ct_device dev, ct_device *resolved) {
     CT_CHECK_STATUS((unsigned)dev.type < CT_NUM_DEVICE_TYPES, CT_ERR_DEVICE,
                     "invalid device type %d", (int)dev.type);
+    /* The value itself first, as c10::Device checks it when it is made:
+     * -1 alone means "the current device". */
+    CT_CHECK_STATUS(!(dev.type == CT_DEVICE_CPU && dev.index != 0 && dev.index != -1), CT_ERR_DEVICE,
+                    "cpu: CPU device index must be -1 or zero, got %d", dev.index);
+    CT_CHECK_STATUS(dev.index >= -1, CT_ERR_DEVICE, "%s: Device index must be -1 or non-negative, got %d",
+                    k_type_names[dev.type], dev.index);
     const ct_backend *b = ct_backend_for(dev.type);
     CT_CHECK_STATUS(b != NULL, CT_ERR_DEVICE, "ctorch was not compiled with %s enabled",
                     k_type_titles[dev.type]);
-    CT_CHECK_STATUS(!(dev.type == CT_DEVICE_CPU && dev.index > 0), CT_ERR_DEVICE,
-                    "cpu: CPU device index must be -1 or zero, got %d", dev.index);
-    int index = dev.index < 0 ? tl_current[dev.type] : dev.index;
+    int index = dev.index == -1 ? tl_current[dev.type] : dev.index;
     if (dev.type == CT_DEVICE_CPU) index = 0;
     int count = b->device_count();
     if (index >= count) {
@@ -153,13 +157,15 @@ ct_device ct_try_gpu(int i) {
 }
 
 int ct_try_all_gpus(ct_device *out, int max) {
+    CT_CHECK_RET(out && max >= 0, 0, CT_ERR_INVALID_ARG,
+                 "try_all_gpus: out must hold max >= 0 devices (out %s, max %d)", out ? "given" : "NULL", max);
     int n = ct_cuda_device_count();
     if (n == 0) {
-        if (max > 0 && out) out[0] = ct_device_cpu();
+        if (max > 0) out[0] = ct_device_cpu();
         return max > 0 ? 1 : 0;
     }
     int w = n < max ? n : max;
-    for (int i = 0; i < w && out; i++) out[i] = ct_device_cuda(i);
+    for (int i = 0; i < w; i++) out[i] = ct_device_cuda(i);
     return w;
 }
 

@@ -68,6 +68,10 @@ static int int_rank(ct_dtype dt) {
 ct_dtype ct_promote_types(ct_dtype a, ct_dtype b) {
     a = cti_resolve_dtype(a);
     b = cti_resolve_dtype(b);
+    if (!ct_dtype_is_valid(a) || !ct_dtype_is_valid(b)) {
+        ct_error_set(CT_ERR_DTYPE, "promote_types: invalid dtype %d", (int)(ct_dtype_is_valid(a) ? b : a));
+        return CT_DTYPE_DEFAULT;
+    }
     if (a == b) return a;
     int ca = category(a), cb = category(b);
     if (ca != cb) return ca > cb ? a : b;

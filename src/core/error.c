@@ -8,6 +8,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
 
@@ -19,15 +20,47 @@ static _Thread_local char tl_message[CT_ERROR_MAX];
 static ct_error_handler g_handler = NULL;
 static void *g_handler_user = NULL;
 
-ct_status ct_error_set(ct_status code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tl_message, sizeof tl_message, fmt, ap);
-    va_end(ap);
+/* Formatted on the stack first: a message may quote the previous one
+ * (ct_set_error(code, "...: %s", ct_last_error())), and vsnprintf must not
+ * read the buffer it writes. */
+static ct_status error_vset(ct_status code, const char *fmt, va_list ap) {
+    char msg[CT_ERROR_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(tl_message, msg, sizeof msg);
     tl_status = code;
     ct_error_handler h = g_handler;
     if (h) h(code, tl_message, g_handler_user);
     return code;
+}
+
+ct_status ct_error_set(ct_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    error_vset(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* The public door to the same machinery, for user callbacks. A code that is
+ * not an error would make a failure look like success to the caller, so it
+ * is recorded (and returned) as CT_ERR_INVALID_ARG, with the message. */
+ct_status ct_set_error(ct_status code, const char *fmt, ...) {
+    if (!fmt) return ct_error_set(code > CT_OK && code <= CT_ERR_STATE ? code : CT_ERR_INVALID_ARG,
+                                  "ct_set_error: NULL format string (code %s)", ct_status_str(code));
+    char msg[CT_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (code <= CT_OK || code > CT_ERR_STATE)
+        return ct_error_set(CT_ERR_INVALID_ARG, "ct_set_error: code %d is not an error code (message: %s)",
+                            (int)code, msg);
+    return ct_error_set(code, "%s", msg);
+}
+
+ct_status ct_error_null_input(const char *op) {
+    if (tl_status != CT_OK) return tl_status;
+    return ct_error_set(CT_ERR_INVALID_ARG, "%s: a tensor argument is NULL", op);
 }
 
 ct_status ct_last_status(void) { return tl_status; }

@@ -23,6 +23,13 @@
 /* Record an error; returns code so callers can `return ct_error_set(…)`. */
 ct_status ct_error_set(ct_status code, const char *fmt, ...) CT_PRINTF(2, 3);
 
+/* A NULL tensor (or object) argument. It is usually the result of a call
+ * that failed, whose error must stay so that ct_relu(ct_add(a, b)) reports
+ * add's failure (ctorch/status.h); with no error recorded on the thread it
+ * is a plain NULL argument, and an error naming op is recorded. Returns the
+ * status to report. */
+ct_status ct_error_null_input(const char *op);
+
 /* Set the error and return `ret` if cond is false. */
 #define CT_CHECK_RET(cond, ret, code, ...)      \
     do {                                        \

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
+#include <pthread.h>
 
 #include "alloc_cache.h"
 #include "alloc_common.h"
@@ -43,7 +43,7 @@ typedef struct host_event {
 
 struct ct_host_cache {
     ct_host_ops ops;
-    mtx_t lock;
+    pthread_mutex_t lock;
     host_block *free_list[NUM_BUCKETS];
     host_block **table;          /* every block, by ptr */
     size_t table_size, num_blocks;
@@ -243,7 +243,7 @@ ct_host_cache *ct_host_cache_create(const ct_host_ops *ops) {
                   CT_ERR_INVALID_ARG, "pinned memory: every op of ct_host_ops is required");
     ct_host_cache *c = (ct_host_cache *)calloc(1, sizeof *c);
     CT_CHECK_NULL(c, CT_ERR_OOM, "pinned memory: out of host memory");
-    if (mtx_init(&c->lock, mtx_plain) != thrd_success) {
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
         free(c);
         ct_error_set(CT_ERR_INTERNAL, "pinned memory: cannot create its mutex");
         return NULL;
@@ -255,7 +255,7 @@ ct_host_cache *ct_host_cache_create(const ct_host_ops *ops) {
 
 void ct_host_cache_destroy(ct_host_cache *c) {
     if (!c) return;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     wait_all_events(c);
     int64_t live = c->stats.allocation[CT_POOL_ALL].current;
     if (live > 0)
@@ -269,8 +269,8 @@ void ct_host_cache_destroy(ct_host_cache *c) {
             free(b);
         }
     free(c->table);
-    mtx_unlock(&c->lock);
-    mtx_destroy(&c->lock);
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -280,7 +280,7 @@ ct_status ct_host_cache_malloc(ct_host_cache *c, size_t nbytes, void **ptr) {
     if (nbytes == 0) return CT_OK;
     CT_CHECK_STATUS(nbytes <= (SIZE_MAX >> 1) + 1, CT_ERR_OOM,
                     "pinned memory: out of page-locked host memory. Tried to allocate %zu bytes.", nbytes);
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     process_events(c);
     int k = bucket_of(nbytes);
     size_t size = (size_t)1 << k;
@@ -300,16 +300,16 @@ ct_status ct_host_cache_malloc(ct_host_cache *c, size_t nbytes, void **ptr) {
         ct_stat_increase(&c->stats.requested_bytes[CT_POOL_ALL], (int64_t)nbytes);
         *ptr = b->ptr;
     }
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     return st;
 }
 
 void ct_host_cache_free(ct_host_cache *c, void *ptr) {
     if (!c || !ptr) return;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     host_block *b = find_block(c, ptr);
     if (!b || !b->allocated) {
-        mtx_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         ct_error_set(CT_ERR_INVALID_ARG, "pinned memory free: %p is not an allocated block of the pinned allocator",
                      ptr);
         return;
@@ -321,39 +321,39 @@ void ct_host_cache_free(ct_host_cache *c, void *ptr) {
         record_free_events(c, b);
     else
         make_available(c, b);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
 }
 
 bool ct_host_cache_record_stream(ct_host_cache *c, void *ptr, void *stream) {
     if (!c || !ptr) return false;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     host_block *b = find_block(c, ptr);
     bool added = !b || !b->allocated || ct_ptr_set_add(&b->streams, stream);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     if (!added) ct_error_set(CT_ERR_OOM, "record_stream: out of host memory");
     return b != NULL;
 }
 
 bool ct_host_cache_owns(ct_host_cache *c, const void *ptr) {
     if (!c || !ptr) return false;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     bool owned = find_block(c, ptr) != NULL;
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     return owned;
 }
 
 ct_status ct_host_cache_empty(ct_host_cache *c) {
     CT_CHECK_STATUS(c, CT_ERR_INVALID_ARG, "host_empty_cache: NULL allocator");
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     process_events(c);
     release_free_blocks(c);
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     return CT_OK;
 }
 
 void ct_host_cache_stats(ct_host_cache *c, ct_memory_stats *out) {
     if (!c || !out) return;
-    mtx_lock(&c->lock);
+    pthread_mutex_lock(&c->lock);
     *out = c->stats;
-    mtx_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
 }

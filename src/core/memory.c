@@ -354,7 +354,15 @@ ct_status ct_set_per_process_memory_fraction(double fraction, ct_device dev) {
                     "Invalid fraction value: %g. Allowed range: 0~1", fraction);
     ct_alloc_cache *c;
     CT_TRY(query_cache(dev, &c));
-    return c ? ct_alloc_cache_set_fraction(c, fraction) : CT_OK;
+    if (!c) { /* torch.cuda's limit is a caching-allocator feature; the CPU has none */
+        char name[32];
+        ct_device_format(dev, name, sizeof name);
+        return ct_error_set(CT_ERR_DEVICE,
+                            "set_per_process_memory_fraction: Expected a cuda or opencl device, but got: %s (its "
+                            "memory is not managed by a caching allocator, so there is no limit to set)",
+                            name);
+    }
+    return ct_alloc_cache_set_fraction(c, fraction);
 }
 
 ct_status ct_mem_get_info(ct_device dev, size_t *free_bytes, size_t *total_bytes) {
@@ -383,6 +391,6 @@ ct_status ct_memory_snapshot(ct_device dev, ct_segment_info **segments, int *cou
 }
 
 void ct_memory_snapshot_free(ct_segment_info *segments, int count) {
-    for (int i = 0; i < count; i++) free(segments[i].blocks);
+    for (int i = 0; segments && i < count; i++) free(segments[i].blocks);
     free(segments);
 }

@@ -40,6 +40,10 @@ void cti_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset) {
 }
 
 void ct_philox4x32(uint64_t key, uint64_t counter_lo, uint64_t counter_hi, uint32_t out[4]) {
+    if (!out) {
+        ct_error_set(CT_ERR_INVALID_ARG, "philox4x32: NULL output array");
+        return;
+    }
     ct_philox4x32_10((uint32_t)counter_lo, (uint32_t)(counter_lo >> 32), (uint32_t)counter_hi,
                      (uint32_t)(counter_hi >> 32), (uint32_t)key, (uint32_t)(key >> 32), out);
 }

@@ -144,8 +144,15 @@ ct_status ct_set_stream(ct_stream *s) {
     return ct_set_device(s->device);
 }
 
-ct_device ct_stream_device(const ct_stream *s) { return s ? s->device : ct_device_cpu(); }
-int ct_stream_priority(const ct_stream *s) { return s ? s->priority : 0; }
+/* Getters of a NULL stream answer the CPU / priority 0, and say why. */
+ct_device ct_stream_device(const ct_stream *s) {
+    if (!s) ct_error_set(CT_ERR_INVALID_ARG, "stream_device: NULL stream");
+    return s ? s->device : ct_device_cpu();
+}
+int ct_stream_priority(const ct_stream *s) {
+    if (!s) ct_error_set(CT_ERR_INVALID_ARG, "stream_priority: NULL stream");
+    return s ? s->priority : 0;
+}
 
 void ct_stream_priority_range(ct_device_type type, int *least, int *greatest) {
     int l = 0, g = 0;
@@ -162,11 +169,15 @@ ct_status ct_stream_synchronize(ct_stream *s) {
 
 bool ct_stream_query(ct_stream *s) {
     bool done = true;
+    if (!s) ct_error_set(CT_ERR_INVALID_ARG, "stream_query: NULL stream");
     if (s && s->handle && s->backend->stream_query(s->device.index, s->handle, &done) != CT_OK) return false;
     return done;
 }
 
-ct_status ct_stream_wait_event(ct_stream *s, ct_event *e) { return ct_event_wait(e, s); }
+ct_status ct_stream_wait_event(ct_stream *s, ct_event *e) {
+    CT_CHECK_STATUS(s != NULL, CT_ERR_INVALID_ARG, "stream_wait_event: NULL stream");
+    return ct_event_wait(e, s);
+}
 
 ct_status ct_stream_wait_stream(ct_stream *s, ct_stream *other) {
     CT_CHECK_STATUS(s && other, CT_ERR_INVALID_ARG, "wait_stream: NULL stream");
@@ -188,6 +199,7 @@ ct_stream_guard ct_stream_guard_begin(ct_stream *s) {
 }
 
 void ct_stream_guard_end(ct_stream_guard *g) {
+    if (!g) return;
     g->active = 0;
     if (g->prev) tl_current[g->prev->device.type][g->prev->device.index] = g->prev->is_default ? NULL : g->prev;
 }
@@ -231,6 +243,7 @@ ct_status ct_event_record(ct_event *e, ct_stream *s) {
 }
 
 bool ct_event_query(ct_event *e) {
+    if (!e) ct_error_set(CT_ERR_INVALID_ARG, "event_query: NULL event");
     if (!e || !e->handle) return true;
     bool done = true;
     if (e->backend->event_query(e->device.index, e->handle, &done) != CT_OK) return false;

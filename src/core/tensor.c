@@ -35,17 +35,10 @@ ct_tensor *ct_tensor_alloc(const int64_t *shape, int ndim, ct_dtype dt, ct_devic
     char sbuf[CT_SHAPE_STR_MAX];
     dt = cti_resolve_dtype(dt);
     CT_CHECK_NULL(ct_dtype_is_valid(dt), CT_ERR_DTYPE, "invalid dtype %d", (int)dt);
-    CT_CHECK_NULL(ndim >= 0 && ndim <= CT_MAX_DIMS, CT_ERR_SHAPE,
-                  "tensors have at most %d dimensions, got %d", CT_MAX_DIMS, ndim);
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        CT_CHECK_NULL(shape[i] >= 0, CT_ERR_SHAPE,
-                      "Trying to create tensor with negative dimension %lld: %s",
-                      (long long)shape[i], ct_shape_str(shape, ndim, sbuf, sizeof sbuf));
-        CT_CHECK_NULL(shape[i] == 0 || numel <= INT64_MAX / 8 / shape[i], CT_ERR_OOM,
-                      "tensor of shape %s is too large", ct_shape_str(shape, ndim, sbuf, sizeof sbuf));
-        numel *= shape[i];
-    }
+    int64_t numel;
+    if (!ct_shape_check("empty", shape, ndim, &numel)) return NULL;
+    CT_CHECK_NULL(numel <= INT64_MAX / 8, CT_ERR_OOM, "tensor of shape %s is too large",
+                  ct_shape_str(shape, ndim, sbuf, sizeof sbuf));
     ct_device d;
     if (ct_device_check(dev, &d) != CT_OK) return NULL;
     ct_storage *s = ct_storage_new(d, (size_t)numel * ct_dtype_size(dt));
@@ -53,7 +46,7 @@ ct_tensor *ct_tensor_alloc(const int64_t *shape, int ndim, ct_dtype dt, ct_devic
 }
 
 ct_tensor *ct_tensor_on_storage(ct_storage *s, const int64_t *shape, int ndim, ct_dtype dt) {
-    ct_tensor *t = tensor_header();
+    ct_tensor *t = ct_shape_check("empty", shape, ndim, NULL) ? tensor_header() : NULL;
     if (!t) {
         ct_storage_release(s);
         return NULL;
@@ -66,9 +59,11 @@ ct_tensor *ct_tensor_on_storage(ct_storage *s, const int64_t *shape, int ndim, c
     return t;
 }
 
+/* Views get their sizes from ops that checked them with their own names; the
+ * check here is the last gate that keeps every tensor's shape valid. */
 ct_tensor *ct_tensor_view_of(const ct_tensor *base, const int64_t *shape, const int64_t *strides,
                              int ndim, int64_t offset) {
-    if (!base) return NULL;
+    if (!base || !ct_shape_check("view", shape, ndim, NULL)) return NULL;
     ct_tensor *t = tensor_header();
     if (!t) return NULL;
     t->storage = base->storage;

@@ -79,8 +79,16 @@ void ct_decref(ct_tensor *t);
 ct_kview ct_kview_of(const ct_tensor *t);
 
 /* shape.c */
+/* Element count; 0 if any size is 0. Overflow-free for every shape that
+ * passed ct_shape_check, which every tensor's shape has. */
 int64_t ct_shape_numel(const int64_t *shape, int ndim);
 void ct_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
+/* The gate for sizes that come from outside (users, files): ndim in
+ * [0, CT_MAX_DIMS], no negative size, and the sizes, with zeros counted as
+ * ones, multiply to at most INT64_MAX, so element counts and contiguous
+ * strides never overflow. Sets an error naming op otherwise. numel may be
+ * NULL. */
+bool ct_shape_check(const char *op, const int64_t *shape, int ndim, int64_t *numel);
 bool ct_tensor_is_contiguous(const ct_tensor *t);
 /* Wrap a possibly negative dim into [0, ndim); error names op and range. */
 bool ct_wrap_dim(const char *op, int dim, int ndim, int *out);

@@ -11,12 +11,12 @@
 
 #define SHAPE_STR(buf, s, n) ct_shape_str((s), (n), (buf), sizeof(buf))
 
-/* Resolve a single -1 in a requested shape against numel. */
+/* Resolve a single -1 in a requested shape against numel. The sizes are
+ * checked (with the -1 taken as 1) before they are multiplied. */
 static bool infer_shape(const char *op, const int64_t *req, int ndim, int64_t numel, int64_t *out) {
     int infer = -1;
-    int64_t known = 1;
     char buf[CT_SHAPE_STR_MAX];
-    if (ndim > CT_MAX_DIMS) {
+    if (ndim > CT_MAX_DIMS || ndim < 0) {
         ct_error_set(CT_ERR_SHAPE, "%s: at most %d dimensions are supported, got %d", op, CT_MAX_DIMS, ndim);
         return false;
     }
@@ -30,11 +30,11 @@ static bool infer_shape(const char *op, const int64_t *req, int ndim, int64_t nu
         } else if (req[i] < 0) {
             ct_error_set(CT_ERR_SHAPE, "%s: invalid shape dimension %lld", op, (long long)req[i]);
             return false;
-        } else {
-            known *= req[i];
         }
-        out[i] = req[i];
+        out[i] = req[i] == -1 ? 1 : req[i];
     }
+    if (!ct_shape_check(op, out, ndim, NULL)) return false;
+    int64_t known = ct_shape_numel(out, ndim);
     if (infer >= 0) {
         if (known == 0 || numel % known != 0) {
             ct_error_set(CT_ERR_SHAPE, "%s: shape '%s' is invalid for input of size %lld", op,
@@ -105,21 +105,42 @@ ct_tensor *cti_reshape(const ct_tensor *t, const int64_t *req, int ndim) {
     return v;
 }
 
+/* The element furthest from offset that sizes and strides reach, or -1 for
+ * an empty view; false (error set) when that overflows. */
+static bool as_strided_last(const int64_t *shape, const int64_t *strides, int ndim, int64_t offset,
+                            int64_t *last) {
+    *last = offset;
+    for (int i = 0; i < ndim; i++) {
+        CT_CHECK_RET(shape[i] >= 0 && strides[i] >= 0, false, CT_ERR_INVALID_ARG,
+                     "as_strided: negative size or stride at dim %d", i);
+        if (shape[i] == 0) {
+            *last = -1;
+            return true;
+        }
+    }
+    for (int i = 0; i < ndim; i++) {
+        int64_t reach;
+        CT_CHECK_RET(!__builtin_mul_overflow(shape[i] - 1, strides[i], &reach) &&
+                         !__builtin_add_overflow(*last, reach, last),
+                     false, CT_ERR_INVALID_ARG,
+                     "as_strided: sizes and strides reach past element INT64_MAX (dim %d: size %lld, stride %lld)",
+                     i, (long long)shape[i], (long long)strides[i]);
+    }
+    return true;
+}
+
 ct_tensor *cti_as_strided(const ct_tensor *t, const int64_t *shape, const int64_t *strides, int ndim,
                           int64_t offset) {
     if (!t) return NULL;
     CT_CHECK_NULL(ndim >= 0 && ndim <= CT_MAX_DIMS, CT_ERR_SHAPE,
                   "as_strided: at most %d dimensions are supported, got %d", CT_MAX_DIMS, ndim);
+    CT_CHECK_NULL(strides || ndim == 0, CT_ERR_INVALID_ARG, "as_strided: NULL strides for %d dimensions", ndim);
     CT_CHECK_NULL(offset >= 0, CT_ERR_INVALID_ARG,
                   "as_strided: Tensor: invalid storage offset %lld", (long long)offset);
+    if (!ct_shape_check("as_strided", shape, ndim, NULL)) return NULL;
     /* the furthest element must lie inside the storage */
-    int64_t last = offset;
-    for (int i = 0; i < ndim; i++) {
-        CT_CHECK_NULL(shape[i] >= 0 && strides[i] >= 0, CT_ERR_INVALID_ARG,
-                      "as_strided: negative size or stride at dim %d", i);
-        if (shape[i] == 0) { last = -1; break; }
-        last += (shape[i] - 1) * strides[i];
-    }
+    int64_t last;
+    if (!as_strided_last(shape, strides, ndim, offset, &last)) return NULL;
     int64_t capacity = (int64_t)(t->storage->nbytes / ct_dtype_size(t->dtype));
     CT_CHECK_NULL(last < capacity, CT_ERR_INVALID_ARG,
                   "as_strided: setStorage: sizes and strides reach element %lld, out of bounds for "
@@ -129,6 +150,8 @@ ct_tensor *cti_as_strided(const ct_tensor *t, const int64_t *shape, const int64_
 
 ct_tensor *cti_permute(const ct_tensor *t, const int *dims) {
     if (!t) return NULL;
+    CT_CHECK_NULL(dims || t->ndim == 0, CT_ERR_INVALID_ARG,
+                  "permute(): dims is NULL; expected %d dims for a %d-D tensor", t->ndim, t->ndim);
     int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     bool seen[CT_MAX_DIMS] = {false};
     for (int i = 0; i < t->ndim; i++) {
@@ -166,7 +189,7 @@ ct_tensor *cti_narrow(const ct_tensor *t, int dim, int64_t start, int64_t length
     CT_CHECK_NULL(start >= 0 && start <= size, CT_ERR_INDEX,
                   "narrow(): start (%lld) out of range for dimension %d of size %lld",
                   (long long)start, d, (long long)size);
-    CT_CHECK_NULL(length >= 0 && start + length <= size, CT_ERR_INDEX,
+    CT_CHECK_NULL(length >= 0 && length <= size - start, CT_ERR_INDEX,
                   "narrow(): start (%lld) + length (%lld) exceeds dimension size (%lld).",
                   (long long)start, (long long)length, (long long)size);
     int64_t shape[CT_MAX_DIMS];
@@ -223,6 +246,7 @@ ct_tensor *cti_expand(const ct_tensor *t, const int64_t *req, int ndim) {
             return NULL;
         }
     }
+    if (!ct_shape_check("expand", shape, ndim, NULL)) return NULL;
     return ct_tensor_view_of(t, shape, strides, ndim, t->offset);
 }
 
@@ -308,8 +332,11 @@ ct_tensor *ct_slice(const ct_tensor *t, int dim, int64_t start, int64_t end, int
     int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     memcpy(shape, t->shape, sizeof shape);
     memcpy(strides, t->strides, sizeof strides);
-    shape[d] = (end - start + step - 1) / step;
-    strides[d] = t->strides[d] * step;
+    /* written so that no step, however large, overflows: stride * step can
+     * only overflow when the result has at most one element, and then any
+     * stride is valid */
+    shape[d] = end > start ? (end - start - 1) / step + 1 : 0;
+    if (__builtin_mul_overflow(t->strides[d], step, &strides[d])) strides[d] = t->strides[d];
     ct_tensor *out = ct_tensor_view_of(t, shape, strides, t->ndim, t->offset + start * t->strides[d]);
     return ct_track(cta_record_slice(out, t, d, start, step, "SliceBackward0"));
 }
@@ -346,11 +373,17 @@ ct_tensor *ct_unflatten(const ct_tensor *t, int dim, ct_shape sizes) {
     for (int i = 0; i < sizes.ndim; i++) shape[n++] = sizes.dims[i];
     for (int i = d + 1; i < t->ndim; i++) shape[n++] = t->shape[i];
     /* a -1 in sizes is resolved against the size of dim, not the whole tensor */
-    int64_t known = 1;
+    int64_t known_dims[CT_MAX_DIMS];
     int infer = -1;
     for (int i = 0; i < sizes.ndim; i++) {
-        if (sizes.dims[i] == -1) infer = d + i; else known *= sizes.dims[i];
+        CT_CHECK_NULL(sizes.dims[i] >= -1 && (sizes.dims[i] != -1 || infer < 0), CT_ERR_SHAPE,
+                      "unflatten: invalid size %lld at index %d (only one -1 is allowed)",
+                      (long long)sizes.dims[i], i);
+        if (sizes.dims[i] == -1) infer = d + i;
+        known_dims[i] = sizes.dims[i] == -1 ? 1 : sizes.dims[i];
     }
+    if (!ct_shape_check("unflatten", known_dims, sizes.ndim, NULL)) return NULL;
+    int64_t known = ct_shape_numel(known_dims, sizes.ndim);
     if (infer >= 0 && known > 0) shape[infer] = t->shape[d] / known;
     char buf[CT_SHAPE_STR_MAX];
     CT_CHECK_NULL(ct_shape_numel(shape + d, sizes.ndim) == t->shape[d], CT_ERR_SHAPE,

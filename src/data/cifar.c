@@ -8,11 +8,12 @@
  * file at construction, with the file, the size or the record and its byte
  * offset in the message. All images are kept in one uint8 tensor.
  */
-#define _POSIX_C_SOURCE 200809L /* fileno */
+#define _POSIX_C_SOURCE 200809L /* fdopen */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "data_internal.h"
 
@@ -47,22 +48,32 @@ static void cifar_free(void *state) {
     free(s);
 }
 
-/* One batch file into its 10000 slots of images and labels. */
-static ct_status cifar_read_file(const char *path, uint8_t *images, uint8_t *labels, unsigned char *chunk) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ct_error_set(CT_ERR_IO, "CIFAR10: cannot open %s: %s", path, strerror(errno));
+/* `records` records from fd (a regular file of exactly that many records;
+ * taken over and closed) into images and labels; path names it in errors. */
+ct_status ctd_cifar_read_fd(const char *path, int fd, int64_t records, uint8_t *images, uint8_t *labels) {
+    if (records < 0 || records > INT64_MAX / CIFAR_RECORD) {
+        close(fd);
+        return ct_error_set(CT_ERR_INVALID_ARG, "CIFAR10: %s: cannot read %lld records", path, (long long)records);
+    }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || (int64_t)st.st_size != CIFAR_FILE_BYTES) {
-        long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : -1;
-        fclose(f);
+    int64_t want = records * CIFAR_RECORD;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (int64_t)st.st_size != want) {
+        long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+        close(fd);
         return ct_error_set(CT_ERR_FORMAT,
-                            "CIFAR10: %s has %lld bytes, expected %lld (%d records of %d bytes: the binary "
-                            "version of CIFAR-10)", path, size, (long long)CIFAR_FILE_BYTES, CIFAR_PER_FILE,
-                            CIFAR_RECORD);
+                            "CIFAR10: %s has %lld bytes, expected %lld (%lld records of %d bytes: the binary "
+                            "version of CIFAR-10)", path, size, (long long)want, (long long)records, CIFAR_RECORD);
+    }
+    unsigned char *chunk = malloc((size_t)CIFAR_CHUNK * CIFAR_RECORD);
+    FILE *f = chunk ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        free(chunk);
+        close(fd);
+        return ct_error_set(CT_ERR_OOM, "CIFAR10: out of memory reading %s", path);
     }
     ct_status st_ = CT_OK;
-    for (int64_t r0 = 0; r0 < CIFAR_PER_FILE && st_ == CT_OK; r0 += CIFAR_CHUNK) {
-        int64_t n = CIFAR_PER_FILE - r0 < CIFAR_CHUNK ? CIFAR_PER_FILE - r0 : CIFAR_CHUNK;
+    for (int64_t r0 = 0; r0 < records && st_ == CT_OK; r0 += CIFAR_CHUNK) {
+        int64_t n = records - r0 < CIFAR_CHUNK ? records - r0 : CIFAR_CHUNK;
         size_t got = fread(chunk, CIFAR_RECORD, (size_t)n, f);
         if ((int64_t)got < n) {
             st_ = ct_error_set(CT_ERR_IO, "CIFAR10: error reading %s at offset %lld: %s", path,
@@ -85,7 +96,15 @@ static ct_status cifar_read_file(const char *path, uint8_t *images, uint8_t *lab
         }
     }
     fclose(f);
+    free(chunk);
     return st_;
+}
+
+/* One batch file into its 10000 slots of images and labels. */
+static ct_status cifar_read_file(const char *path, uint8_t *images, uint8_t *labels) {
+    int fd = ctd_open_regular("CIFAR10", path, NULL);
+    if (fd < 0) return ct_last_status();
+    return ctd_cifar_read_fd(path, fd, CIFAR_PER_FILE, images, labels);
 }
 
 /* The batch files live in root, or in root/cifar-10-batches-bin when root is
@@ -108,7 +127,6 @@ ct_dataset *ct_cifar10(const char *root, bool train, ct_transform *transform) {
     const char *const *files = train ? train_files : test_files;
     int nfiles = train ? 5 : 1;
     cifar_ds *s = NULL;
-    unsigned char *chunk = NULL;
     char dir[4096], path[4096 + 64];   /* dir leaves room for a file name */
     if (!root) {
         ct_error_set(CT_ERR_INVALID_ARG, "CIFAR10: NULL root");
@@ -118,8 +136,7 @@ ct_dataset *ct_cifar10(const char *root, bool train, ct_transform *transform) {
     int64_t n = (int64_t)nfiles * CIFAR_PER_FILE;
     int64_t shape[4] = {n, 3, CIFAR_SIDE, CIFAR_SIDE};
     s = calloc(1, sizeof *s);
-    chunk = malloc((size_t)CIFAR_CHUNK * CIFAR_RECORD);
-    if (!s || !chunk || !(s->labels = malloc((size_t)n))) {
+    if (!s || !(s->labels = malloc((size_t)n))) {
         ct_error_set(CT_ERR_OOM, "CIFAR10: out of memory");
         goto fail;
     }
@@ -128,17 +145,14 @@ ct_dataset *ct_cifar10(const char *root, bool train, ct_transform *transform) {
     for (int i = 0; i < nfiles; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         if (cifar_read_file(path, images + (int64_t)i * CIFAR_PER_FILE * CIFAR_PIXELS,
-                            s->labels + (int64_t)i * CIFAR_PER_FILE, chunk) != CT_OK)
+                            s->labels + (int64_t)i * CIFAR_PER_FILE) != CT_OK)
             goto fail;
     }
-    free(chunk);
-    chunk = NULL;
     s->tf = transform;
     transform = NULL;
     ct_dataset *ds = ct_dataset_new("CIFAR10", (ct_dataset_fns){cifar_len, cifar_get, cifar_free}, s);
     if (ds) return ds;
 fail:   /* the dataset owns the transform, also when it cannot be built */
-    free(chunk);
     if (s) cifar_free(s);
     ct_transform_free(transform);
     return NULL;

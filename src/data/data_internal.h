@@ -23,7 +23,19 @@ ct_tensor *ctd_pixels_to_float(const uint8_t *pixels, const int64_t *shape, int 
 ct_status ctd_image_sample(const uint8_t *pixels, const int64_t *shape, int ndim, int64_t label,
                            const ct_transform *tf, uint64_t key, ct_sample *out);
 
-/* Whether a regular file exists at path. */
+/* Whether something other than a directory exists at path (a FIFO counts,
+ * so that opening it gives ctd_open_regular's message, not "not found"). */
 bool ctd_file_exists(const char *path);
+
+/* Open a data file for reading: a descriptor, or -1 with an error naming who
+ * and path when it cannot be opened or is not a regular file (a FIFO, a
+ * device, a directory; checked on the open descriptor, and without waiting
+ * for a FIFO's writer). *size (may be NULL) gets the file's size. */
+int ctd_open_regular(const char *who, const char *path, int64_t *size);
+
+/* The readers behind ct_idx_load and ct_cifar10, on a descriptor they take
+ * over (the fuzz targets feed them memory files). name/path label errors. */
+ct_tensor *ctd_idx_read_fd(const char *who, const char *name, int fd, bool gz);
+ct_status ctd_cifar_read_fd(const char *path, int fd, int64_t records, uint8_t *images, uint8_t *labels);
 
 #endif /* CT_DATA_INTERNAL_H */

@@ -18,6 +18,12 @@
  * EPOCHS. Each iterator runs the loader's current epoch and advances it by
  * one; the sampler gets ct_sampler_set_epoch(epoch) first, so the default
  * RandomSampler reshuffles every epoch and a DistributedSampler follows.
+ *
+ * TIMEOUTS apply to workers only, as in PyTorch (whose single-process
+ * iterator asserts timeout == 0): a thread cannot bound its own call into
+ * get, so a timeout with num_workers == 0 is refused when the loader is
+ * made. After a timeout the iterator's pool is abandoned, never reused: a
+ * persistent loader starts fresh workers with its next iterator.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +38,6 @@ struct ct_dataloader {
     ctl_pool_config pool_cfg;   /* fetch settings and worker counts */
     bool drop_last;
     bool persistent_workers;
-    double timeout;
     uint64_t epoch;
     ct_dataloader_iter *active; /* the live iterator, if any */
     ctl_pool *pool;             /* persistent workers, once started */
@@ -71,6 +76,10 @@ static ct_status check_collated(const ct_sample *batch, ct_status st) {
     return CT_OK;
 }
 
+static bool fetch_abandoned(const _Atomic uint64_t *gen, uint64_t my_gen) {
+    return gen && atomic_load(gen) != my_gen;
+}
+
 ct_status ctl_fetch_batch(const ctl_fetch *f, const int64_t *idx, int64_t count, uint64_t epoch,
                           ct_sample *batch, int64_t *failed_index, const _Atomic uint64_t *gen,
                           uint64_t my_gen) {
@@ -82,8 +91,8 @@ ct_status ctl_fetch_batch(const ctl_fetch *f, const int64_t *idx, int64_t count,
     ct_status st = CT_OK;
     int64_t got = 0;
     for (; got < count; got++) {
-        if (gen && atomic_load(gen) != my_gen) {
-            st = CT_ERR_STATE;   /* abandoned: the result is discarded, no message */
+        if (fetch_abandoned(gen, my_gen)) {
+            st = CT_ERR_STATE;   /* the result is discarded, no message */
             break;
         }
         st = ct_dataset_get(f->ds, idx[got], ct_dataloader_sample_key(f->seed, epoch, idx[got]), &samples[got]);
@@ -95,7 +104,12 @@ ct_status ctl_fetch_batch(const ctl_fetch *f, const int64_t *idx, int64_t count,
             break;
         }
     }
+    /* checked again after the last get: an abandoned fetch does not collate,
+     * so a worker left running after a timeout calls no user code but the
+     * get it was in */
+    if (st == CT_OK && fetch_abandoned(gen, my_gen)) st = CT_ERR_STATE;
     if (st == CT_OK) {
+        ct_clear_error(); /* so that a silent collate_fn gets check_collated's message, not a stale one */
         st = check_collated(batch, f->collate(samples, (int)count, batch, f->pin, f->collate_user));
         if (st != CT_OK) {
             /* a failing collate may have filled part of the batch */
@@ -115,6 +129,10 @@ static ct_status check_options(const ct_dataloader_opts *o) {
     CT_CHECK_STATUS(o->num_workers >= 0, CT_ERR_INVALID_ARG,
                     "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.");
     CT_CHECK_STATUS(o->timeout >= 0, CT_ERR_INVALID_ARG, "timeout option should be non-negative");
+    CT_CHECK_STATUS(!(o->timeout > 0 && o->num_workers == 0), CT_ERR_INVALID_ARG,
+                    "timeout option needs num_workers > 0 (got timeout=%g with num_workers=0; PyTorch's "
+                    "single-process iterator asserts timeout == 0)",
+                    o->timeout);
     CT_CHECK_STATUS(!(o->num_workers == 0 && o->prefetch_factor != 0), CT_ERR_INVALID_ARG,
                     "prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
                     "to enable multiprocessing, otherwise set prefetch_factor to None. (got prefetch_factor=%d "
@@ -155,7 +173,6 @@ ct_dataloader *ct_dataloader_new(ct_dataset *ds, ct_dataloader_opts o) {
     dl->sampler = sampler;
     dl->drop_last = o.drop_last;
     dl->persistent_workers = o.persistent_workers;
-    dl->timeout = o.timeout;
     int prefetch = o.prefetch_factor ? o.prefetch_factor : 2;
     dl->pool_cfg = (ctl_pool_config){
         .fetch = {.ds = ds,
@@ -167,6 +184,7 @@ ct_dataloader *ct_dataloader_new(ct_dataset *ds, ct_dataloader_opts o) {
         .num_workers = o.num_workers,
         .batch_size = o.batch_size ? o.batch_size : 1,
         .capacity = (int64_t)prefetch * o.num_workers,
+        .timeout = o.timeout,
         .init = o.worker_init_fn,
         .init_user = o.worker_init_user,
     };
@@ -253,17 +271,21 @@ ct_dataloader_iter *ct_dataloader_iter_new(ct_dataloader *dl) {
     return it;
 }
 
-/* Stop the epoch's work: the workers drop what they have not delivered. */
+/* Stop the epoch's work: the workers drop what they have not delivered.
+ * A persistent pool is kept for the next epoch unless it timed out; a pool
+ * that timed out is stopped without waiting for its stuck worker. */
 static void iter_finish(ct_dataloader_iter *it) {
     if (it->finished) return;
     it->finished = true;
-    if (it->pool) {
-        if (it->dl && it->pool == it->dl->pool)
-            ctl_pool_end_epoch(it->pool);
-        else
-            ctl_pool_stop(it->pool);
-        it->pool = NULL;
+    if (!it->pool) return;
+    bool persistent = it->dl && it->pool == it->dl->pool;
+    if (persistent && !ctl_pool_timed_out(it->pool)) {
+        ctl_pool_end_epoch(it->pool);
+    } else {
+        if (persistent) it->dl->pool = NULL;
+        ctl_pool_stop(it->pool);
     }
+    it->pool = NULL;
 }
 
 static ct_status next_in_caller(ct_dataloader_iter *it, ct_sample *batch) {
@@ -288,7 +310,7 @@ bool ct_dataloader_next(ct_dataloader_iter *it, ct_sample *batch) {
         iter_finish(it);
         return false;
     }
-    ct_status st = it->pool ? ctl_pool_next(it->pool, it->dl->timeout, batch) : next_in_caller(it, batch);
+    ct_status st = it->pool ? ctl_pool_next(it->pool, batch) : next_in_caller(it, batch);
     if (st != CT_OK) {
         it->status = st;
         iter_finish(it);   /* the message stays: workers only touch their own */

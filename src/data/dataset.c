@@ -48,8 +48,14 @@ ct_status ct_dataset_get(ct_dataset *ds, int64_t index, uint64_t key, ct_sample 
     if (index < 0 || index >= n)
         return ct_error_set(CT_ERR_INDEX, "%s: index %lld is out of range for a dataset of length %lld",
                             ds->name, (long long)index, (long long)n);
+    /* A get that fails must explain itself (ct_set_error); the stale error of
+     * an earlier call is cleared so that it cannot stand in for the reason. */
+    ct_clear_error();
     ct_status st = ds->fns.get(ds->state, index, key, out);
     if (st != CT_OK) {
+        if (ct_last_status() == CT_OK)
+            ct_error_set(st, "%s: dataset get(%lld) failed with %s without setting an error", ds->name,
+                         (long long)index, ct_status_str(st));
         ct_sample_clear(out);   /* a failing get may have filled part of the sample */
         return st;
     }

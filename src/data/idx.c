@@ -10,18 +10,59 @@
  * datasets read and check their files once, at construction, and keep one
  * uint8 tensor of all images; get() converts one image at a time.
  */
-#define _POSIX_C_SOURCE 200809L /* fileno */
+#define _POSIX_C_SOURCE 200809L /* fdopen, pread */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data_internal.h"
 
+/* Anything but a directory counts, so that a FIFO or a device under a data
+ * file's name reaches ctd_open_regular and is refused with its own message
+ * rather than reported as missing. */
 bool ctd_file_exists(const char *path) {
     struct stat st;
-    return path && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return path && stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+static const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "of an unknown file type";
+}
+
+/* O_NONBLOCK makes open() return at once on a FIFO with no writer (a plain
+ * open would wait forever); the type is then checked on the opened
+ * descriptor, not on the name, so the file cannot be swapped in between. */
+int ctd_open_regular(const char *who, const char *path, int64_t *size) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        ct_error_set(CT_ERR_IO, "%s: cannot open %s: %s", who, path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        ct_error_set(CT_ERR_IO, "%s: cannot stat %s: %s", who, path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ct_error_set(CT_ERR_IO, "%s: %s is not a regular file (it is %s); data files must be regular files",
+                     who, path, file_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags != -1) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    if (size) *size = (int64_t)st.st_size;
+    return fd;
 }
 
 /* ---- reading plain and gzip files with exact byte accounting ------------------- */
@@ -40,34 +81,45 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static ct_status reader_open(idx_reader *r, const char *who, const char *path) {
+/* Takes over fd (a regular file) whatever happens. */
+static ct_status reader_attach(idx_reader *r, const char *who, const char *path, int fd, bool gz) {
     memset(r, 0, sizeof *r);
-    r->who = who, r->path = path, r->file_size = -1;
-    r->gz = ends_with(path, ".gz");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ct_error_set(CT_ERR_IO, "%s: cannot open %s: %s", who, path, strerror(errno));
+    r->who = who, r->path = path, r->file_size = -1, r->gz = gz;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
         return ct_error_set(CT_ERR_IO, "%s: %s is not a regular file", who, path);
     }
-    if (!r->gz) {
-        r->f = f;
+    if (!gz) {
         r->file_size = (int64_t)st.st_size;
+        if (!(r->f = fdopen(fd, "rb"))) {
+            close(fd);
+            return ct_error_set(CT_ERR_IO, "%s: cannot open %s: %s", who, path, strerror(errno));
+        }
         return CT_OK;
     }
     unsigned char m[2] = {0, 0};
-    size_t got = fread(m, 1, 2, f);
-    fclose(f);
-    if (got < 2 || m[0] != 0x1f || m[1] != 0x8b)
+    ssize_t got = pread(fd, m, 2, 0);
+    if (got < 2 || m[0] != 0x1f || m[1] != 0x8b) {
+        close(fd);
         return ct_error_set(CT_ERR_FORMAT,
                             "%s: %s is not a gzip file (%s; a name ending in .gz must hold gzip data)", who, path,
                             got < 2 ? "it is shorter than the 2-byte gzip signature"
                                     : "it does not start with the gzip signature 0x1f 0x8b");
-    r->g = gzopen(path, "rb");
-    if (!r->g) return ct_error_set(CT_ERR_IO, "%s: cannot open %s: %s", who, path, strerror(errno));
+    }
+    if (!(r->g = gzdopen(fd, "rb"))) {
+        close(fd);
+        return ct_error_set(CT_ERR_IO, "%s: cannot open %s: %s", who, path, strerror(errno));
+    }
     gzbuffer(r->g, 1 << 18);
     return CT_OK;
+}
+
+static ct_status reader_open(idx_reader *r, const char *who, const char *path) {
+    memset(r, 0, sizeof *r);
+    int fd = ctd_open_regular(who, path, NULL);
+    if (fd < 0) return ct_last_status();
+    return reader_attach(r, who, path, fd, ends_with(path, ".gz"));
 }
 
 static void reader_close(idx_reader *r) {
@@ -187,17 +239,17 @@ static ct_status read_header(idx_reader *r, idx_info *info) {
     CT_TRY(reader_read(r, b, 4 * info->ndim, &got));
     if (got < 4 * info->ndim)
         return short_read(r, "header's list of dimension sizes", 4, 4 * info->ndim, info->header_bytes);
-    int64_t bytes = elem;
-    for (int i = 0; i < info->ndim; i++) {
-        info->dims[i] = be32(b + 4 * i);
-        if (info->dims[i] != 0 && bytes > (INT64_C(1) << 62) / info->dims[i]) {
-            char sb[CT_SHAPE_STR_MAX];
-            for (int j = i + 1; j < info->ndim; j++) info->dims[j] = be32(b + 4 * j);
-            return ct_error_set(CT_ERR_FORMAT, "%s: %s: the header's shape %s is too large (over 2^62 bytes)",
-                                r->who, r->path, ct_shape_str(info->dims, info->ndim, sb, sizeof sb));
-        }
-        bytes *= info->dims[i];
-    }
+    for (int i = 0; i < info->ndim; i++) info->dims[i] = be32(b + 4 * i);
+    /* Zeros count as ones here, as for every tensor's shape: a header with a
+     * zero dimension must not hide sizes whose product overflows. */
+    char sb[CT_SHAPE_STR_MAX], why[256];
+    int64_t numel;
+    bool fits = ct_shape_check("shape", info->dims, info->ndim, &numel);
+    snprintf(why, sizeof why, "%s", fits ? "over 2^62 bytes" : ct_last_error());
+    if (!fits || (numel > 0 && numel > (INT64_C(1) << 62) / elem))
+        return ct_error_set(CT_ERR_FORMAT, "%s: %s: the header's shape %s is too large (%s)", r->who, r->path,
+                            ct_shape_str(info->dims, info->ndim, sb, sizeof sb), why);
+    int64_t bytes = numel * elem;
     info->payload_bytes = bytes;
     return CT_OK;
 }
@@ -293,16 +345,13 @@ static void convert_payload(const unsigned char *src, const idx_info *info, ct_t
     }
 }
 
-/* ct_idx_load with the caller's name for messages; *info_out gets the header. */
-static ct_tensor *idx_read(const char *who, const char *path, idx_info *info_out) {
-    CT_CHECK_NULL(path, CT_ERR_INVALID_ARG, "%s: NULL path", who);
-    idx_reader r;
+/* The header, payload and end checks of an opened reader, then the tensor. */
+static ct_tensor *idx_parse(idx_reader *r, idx_info *info_out) {
     idx_info info;
-    if (reader_open(&r, who, path) != CT_OK) return NULL;
     unsigned char *payload = NULL;
     ct_tensor *t = NULL;
-    if (read_header(&r, &info) == CT_OK && read_payload(&r, &info, &payload) == CT_OK &&
-        check_end(&r, &info) == CT_OK) {
+    if (read_header(r, &info) == CT_OK && read_payload(r, &info, &payload) == CT_OK &&
+        check_end(r, &info) == CT_OK) {
         ct_dtype dt = CT_UINT8;
         int elem = 1;
         idx_type_name(info.type, &dt, &elem);
@@ -310,9 +359,23 @@ static ct_tensor *idx_read(const char *who, const char *path, idx_info *info_out
         if (t) convert_payload(payload, &info, t);
     }
     free(payload);
-    reader_close(&r);
+    reader_close(r);
     if (t && info_out) *info_out = info;
     return t;
+}
+
+/* ct_idx_load with the caller's name for messages; *info_out gets the header. */
+static ct_tensor *idx_read(const char *who, const char *path, idx_info *info_out) {
+    CT_CHECK_NULL(path, CT_ERR_INVALID_ARG, "%s: NULL path", who);
+    idx_reader r;
+    if (reader_open(&r, who, path) != CT_OK) return NULL;
+    return idx_parse(&r, info_out);
+}
+
+ct_tensor *ctd_idx_read_fd(const char *who, const char *name, int fd, bool gz) {
+    idx_reader r;
+    if (reader_attach(&r, who, name, fd, gz) != CT_OK) return NULL;
+    return idx_parse(&r, NULL);
 }
 
 ct_tensor *ct_idx_load(const char *path) { return ct_track(idx_read("ct_idx_load", path, NULL)); }

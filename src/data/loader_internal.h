@@ -44,26 +44,36 @@ typedef struct ctl_pool_config {
     int num_workers;
     int64_t batch_size;
     int64_t capacity;                 /* prefetch_factor * num_workers */
+    double timeout;                   /* seconds per batch; 0 waits forever */
     ct_worker_init_fn init; void *init_user;
 } ctl_pool_config;
 
 /* Start num_workers threads (each runs init first). NULL with an error set
  * if a thread cannot be started. */
 ctl_pool *ctl_pool_start(const ctl_pool_config *cfg);
-/* Stop the threads (a worker inside a fetch stops at its next sample),
- * join them, release every undelivered batch and free the pool. */
+/* Stop the threads and release every undelivered batch. A worker inside a
+ * fetch stops at its next sample, and this waits for it, unless the pool
+ * has timed out: then the threads are abandoned (detached; a thread still in
+ * a get exits when the get returns, and the last one out frees the pool),
+ * so this never waits for a hung get. The caller's handle is gone either way. */
 void ctl_pool_stop(ctl_pool *p);
-/* Start an epoch over indices[0..nidx) (borrowed until ctl_pool_end_epoch)
- * in nbatches batches, sending the first `capacity` of them to the workers. */
+/* Whether ctl_pool_next has reported a timeout: the pool may hold a worker
+ * stuck in a get, so it must be stopped (abandoned), never reused. */
+bool ctl_pool_timed_out(const ctl_pool *p);
+/* Start an epoch over indices[0..nidx) (borrowed until ctl_pool_end_epoch or
+ * ctl_pool_stop; workers copy a batch's indices when they take it) in
+ * nbatches batches, sending the first `capacity` of them to the workers. */
 void ctl_pool_begin_epoch(ctl_pool *p, const int64_t *indices, int64_t nidx, int64_t nbatches,
                           uint64_t epoch);
-/* The next batch in sampler order (waiting at most timeout seconds when
- * timeout > 0); sends one more batch to the workers. An error captured in a
- * worker is raised here, on the calling thread. Call it at most nbatches
- * times per epoch. */
-ct_status ctl_pool_next(ctl_pool *p, double timeout, ct_sample *batch);
+/* The next batch in sampler order (waiting at most cfg.timeout seconds when
+ * it is > 0: then CT_ERR_STATE "DataLoader timed out after <t> seconds" and
+ * the pool is marked timed out); sends one more batch to the workers. An
+ * error captured in a worker is raised here, on the calling thread. Call it
+ * at most nbatches times per epoch. */
+ct_status ctl_pool_next(ctl_pool *p, ct_sample *batch);
 /* End the epoch early or on time: no new work, wait for busy workers, and
- * release every batch that was not delivered. The threads stay up. */
+ * release every batch that was not delivered. The threads stay up. Not for
+ * a pool that timed out (stop it instead). */
 void ctl_pool_end_epoch(ctl_pool *p);
 
 #endif /* CT_DATA_LOADER_INTERNAL_H */

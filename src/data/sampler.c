@@ -199,8 +199,15 @@ ct_status ct_sampler_indices(ct_sampler *s, int64_t *idx) {
         return CT_OK;
     case SAMPLER_DISTRIBUTED:
         return distributed_indices(s, idx);
-    case SAMPLER_USER:
-        return s->fns.fill(s->state, s->epoch, idx);
+    case SAMPLER_USER: {
+        /* a stale message must not pass for the callback's own */
+        ct_clear_error();
+        ct_status st = s->fns.fill(s->state, s->epoch, idx);
+        if (st != CT_OK && ct_last_status() == CT_OK)
+            ct_error_set(st, "Sampler: fill(epoch %llu) failed with %s without setting an error",
+                         (unsigned long long)s->epoch, ct_status_str(st));
+        return st;
+    }
     }
     return ct_error_set(CT_ERR_INTERNAL, "ct_sampler_indices: unknown sampler kind %d", (int)s->kind);
 }

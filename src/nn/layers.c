@@ -97,6 +97,9 @@ static ct_tensor *sequential_forward(ct_module *m, const ct_tensor *x) {
 }
 
 ct_module *ct_nn_sequential(ct_module *const *modules, int n) {
+    CT_CHECK_NULL(n >= 0 && (modules || n == 0), CT_ERR_INVALID_ARG,
+                  "Sequential: expected n >= 0 modules in a non-NULL array, got n = %d%s", n,
+                  modules ? "" : " and a NULL array");
     ct_module *m = ct_module_new("Sequential", sequential_forward, NULL, NULL);
     for (int i = 0; i < n; i++) {
         if (!m) {
@@ -112,6 +115,10 @@ ct_module *ct_nn_sequential(ct_module *const *modules, int n) {
 }
 
 ct_status ct_sequential_append(ct_module *seq, ct_module *child) {
+    if (seq && seq->forward != sequential_forward) {
+        ct_module_free(child);   /* a failed add still takes ownership, as ct_module_add_child does */
+        return ct_error_set(CT_ERR_INVALID_ARG, "Sequential.append: the module is a %s, not a Sequential", seq->type);
+    }
     char name[16];
     snprintf(name, sizeof name, "%d", seq ? seq->nchildren : 0);
     return ct_module_add_child(seq, name, child);

@@ -126,6 +126,9 @@ static ct_tensor *ln_forward(ct_module *m, const ct_tensor *x) {
 }
 
 ct_module *ct_nn_layernorm(ct_shape normalized_shape, double eps) {
+    CT_CHECK_NULL(normalized_shape.ndim >= 1, CT_ERR_SHAPE,
+                  "LayerNorm: normalized_shape must have at least one dimension, got %d", normalized_shape.ndim);
+    if (!ct_shape_check("LayerNorm", normalized_shape.dims, normalized_shape.ndim, NULL)) return NULL;
     ln_state *s = malloc(sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "LayerNorm: out of memory");
     *s = (ln_state){normalized_shape, eps > 0 ? eps : 1e-5};
@@ -142,6 +145,12 @@ static ct_tensor *emb_forward(ct_module *m, const ct_tensor *x) {
 }
 
 ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t dim, int64_t padding_idx) {
+    CT_CHECK_NULL(num_embeddings >= 0 && dim >= 0, CT_ERR_INVALID_ARG,
+                  "Embedding: num_embeddings and embedding_dim must be non-negative, got %lld and %lld",
+                  (long long)num_embeddings, (long long)dim);
+    CT_CHECK_NULL(padding_idx == CT_NO_PADDING_IDX || (padding_idx < num_embeddings && padding_idx >= -num_embeddings),
+                  CT_ERR_INDEX, "Embedding: Padding_idx must be within num_embeddings (got %lld for %lld embeddings)",
+                  (long long)padding_idx, (long long)num_embeddings);
     int64_t *s = malloc(sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "Embedding: out of memory");
     *s = padding_idx;
@@ -190,7 +199,21 @@ static ct_tensor *adaptive_forward(ct_module *m, const ct_tensor *x) {
     return ct_adaptive_avg_pool2d(x, s->kernel);
 }
 
+/* PyTorch checks these when the module first runs; a constructor that
+ * refuses them names the module while the mistake is still in sight. */
+static bool pool_args_ok(const char *type, int64_t k, int64_t stride, int64_t padding) {
+    CT_CHECK_RET(k > 0, false, CT_ERR_INVALID_ARG, "%s: kernel_size should be greater than zero, but got %lld",
+                 type, (long long)k);
+    CT_CHECK_RET(stride >= 0, false, CT_ERR_INVALID_ARG,
+                 "%s: stride should be greater than zero (or 0 for kernel_size), but got %lld", type, (long long)stride);
+    CT_CHECK_RET(padding >= 0 && padding <= k / 2, false, CT_ERR_INVALID_ARG,
+                 "%s: pad should be at least zero and at most half of effective kernel size, but got pad=%lld, "
+                 "kernel_size=%lld and dilation=1", type, (long long)padding, (long long)k);
+    return true;
+}
+
 static ct_module *pool(const char *type, ct_forward_fn fwd, int64_t k, int64_t stride, int64_t padding, int64_t k2) {
+    if (fwd != adaptive_forward && !pool_args_ok(type, k, stride, padding)) return NULL;
     pool_state *s = malloc(sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "%s: out of memory", type);
     int64_t st = stride ? stride : k;

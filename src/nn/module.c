@@ -108,7 +108,14 @@ static ct_tensor *adopt(ct_tensor *t) {
     return t;
 }
 
+/* A NULL module still takes the reference, as a failed registration does. */
+static ct_status null_module(const char *op, ct_tensor *t) {
+    ct_release(t);
+    return ct_last_status() ? ct_last_status() : ct_error_set(CT_ERR_INVALID_ARG, "%s: NULL module", op);
+}
+
 ct_status ct_module_add_parameter(ct_module *m, const char *name, ct_tensor *t) {
+    if (!m) return null_module("register_parameter", t);
     if (t && !ct_dtype_is_floating(ct_dtype_of(t))) {
         ct_release(t);
         return ct_error_set(CT_ERR_DTYPE, "register_parameter: parameter '%s' must be floating point", name);
@@ -119,6 +126,7 @@ ct_status ct_module_add_parameter(ct_module *m, const char *name, ct_tensor *t) 
 }
 
 ct_status ct_module_add_buffer(ct_module *m, const char *name, ct_tensor *t) {
+    if (!m) return null_module("register_buffer", t);
     return add_tensor(m, &m->buffers, &m->nbuffers, &m->cap_buffers, "register_buffer", name, adopt(t));
 }
 
@@ -150,18 +158,32 @@ ct_status ct_module_add_child(ct_module *m, const char *name, ct_module *child) 
     return CT_OK;
 }
 
+/* Lookups: an absent name is no error (NULL), a NULL name is. */
+static bool name_given(const char *op, const char *name) {
+    CT_CHECK_RET(name != NULL, false, CT_ERR_INVALID_ARG, "%s: NULL name", op);
+    return true;
+}
+
 ct_tensor *ct_module_param(ct_module *m, const char *name) {
-    for (int i = 0; m && i < m->nparams; i++) if (!strcmp(m->params[i].name, name)) return m->params[i].t;
+    if (!m || !name_given("module_param", name)) return NULL;
+    for (int i = 0; i < m->nparams; i++) if (!strcmp(m->params[i].name, name)) return m->params[i].t;
     return NULL;
 }
 ct_tensor *ct_module_buffer(ct_module *m, const char *name) {
-    for (int i = 0; m && i < m->nbuffers; i++) if (!strcmp(m->buffers[i].name, name)) return m->buffers[i].t;
+    if (!m || !name_given("module_buffer", name)) return NULL;
+    for (int i = 0; i < m->nbuffers; i++) if (!strcmp(m->buffers[i].name, name)) return m->buffers[i].t;
     return NULL;
 }
 int ct_module_num_children(const ct_module *m) { return m ? m->nchildren : 0; }
-ct_module *ct_module_child_at(ct_module *m, int i) { return m && i >= 0 && i < m->nchildren ? m->children[i].m : NULL; }
+ct_module *ct_module_child_at(ct_module *m, int i) {
+    if (!m) return NULL;
+    CT_CHECK_NULL(i >= 0 && i < m->nchildren, CT_ERR_INDEX,
+                  "module_child_at: index %d is out of range for %s with %d children", i, m->type, m->nchildren);
+    return m->children[i].m;
+}
 ct_module *ct_module_child(ct_module *m, const char *name) {
-    for (int i = 0; m && i < m->nchildren; i++) if (!strcmp(m->children[i].name, name)) return m->children[i].m;
+    if (!m || !name_given("module_child", name)) return NULL;
+    for (int i = 0; i < m->nchildren; i++) if (!strcmp(m->children[i].name, name)) return m->children[i].m;
     return NULL;
 }
 const char *ct_module_type(const ct_module *m) { return m ? m->type : NULL; }
@@ -173,10 +195,17 @@ void ct_module_train(ct_module *m, bool training) {
     for (int i = 0; i < m->nchildren; i++) ct_module_train(m->children[i].m, training);
 }
 
+/* forward may be a user function: the thread's error is cleared first, so
+ * that one returning NULL without ct_set_error is reported as such and not
+ * by an older, unrelated message. */
 ct_tensor *ct_forward(ct_module *m, const ct_tensor *input) {
     if (!m || !input) return NULL;
     CT_CHECK_NULL(m->forward != NULL, CT_ERR_UNSUPPORTED, "%s has no forward function", m->type);
-    return m->forward(m, input);
+    ct_clear_error();
+    ct_tensor *out = m->forward(m, input);
+    if (!out && ct_last_status() == CT_OK)
+        ct_error_set(CT_ERR_INTERNAL, "%s: forward returned NULL without setting an error", m->type);
+    return out;
 }
 
 /* ---- traversal ----------------------------------------------------------------- */
@@ -221,6 +250,8 @@ static void visit(walk *w, ct_module *m, const char *prefix) {
 
 static int collect(ct_module *m, bool buffers, ct_tensor **out, const char **names, int max) {
     if (!m) return -1;
+    CT_CHECK_RET(max >= 0, -1, CT_ERR_INVALID_ARG, "module_%s: max must be non-negative, got %d",
+                 buffers ? "buffers" : "parameters", max);
     if (names) free_names(m);
     walk w = {m, buffers, out, names, out || names ? max : 0, 0, false};
     visit(&w, m, "");
@@ -251,7 +282,7 @@ int64_t ct_module_num_parameters(ct_module *m) {
 }
 
 ct_tensor *ct_module_get(ct_module *m, const char *name) {
-    if (!m || !name) return NULL;
+    if (!m || !name_given("module_get", name)) return NULL;
     const char *dot = strchr(name, '.');
     if (!dot) {
         ct_tensor *t = ct_module_param(m, name);

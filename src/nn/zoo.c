@@ -11,6 +11,9 @@
 #include "module_impl.h"
 
 ct_module *ct_model_mlp(int64_t in_features, const int64_t *hidden, int n_hidden, int64_t num_classes) {
+    CT_CHECK_NULL(n_hidden >= 0 && (hidden || n_hidden == 0), CT_ERR_INVALID_ARG,
+                  "mlp: expected n_hidden >= 0 hidden sizes in a non-NULL array, got n_hidden = %d%s", n_hidden,
+                  hidden ? "" : " and a NULL array");
     ct_module *m = ct_nn_sequential(NULL, 0);
     if (!m) return NULL;
     int64_t prev = in_features;

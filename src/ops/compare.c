@@ -26,13 +26,6 @@ static const char *torch_type_name(ct_dtype dt) {
     }
 }
 
-/* The error a NULL input stands for: the one already raised by the call
- * that produced it, or a new one when the NULL was passed by hand. */
-static ct_status null_input_status(const char *op) {
-    if (ct_last_status() != CT_OK) return ct_last_status();
-    return ct_error_set(CT_ERR_INVALID_ARG, "%s: a tensor argument is NULL", op);
-}
-
 /* Both tensors' values, broadcast to their common shape, as host doubles
  * (malloc'd; the caller frees). *n receives the element count. */
 static ct_status broadcast_to_host(const char *op, const ct_tensor *a, const ct_tensor *b,
@@ -72,7 +65,7 @@ ct_status ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, doubl
     static const char op[] = "allclose";
     CT_CHECK_STATUS(result != NULL, CT_ERR_INVALID_ARG, "%s: the result pointer is NULL", op);
     *result = false;
-    if (!a || !b) return null_input_status(op);
+    if (!a || !b) return ct_error_null_input(op);
     CT_CHECK_STATUS(rtol >= 0, CT_ERR_INVALID_ARG,
                     "%s: rtol must be greater than or equal to zero, but got %g", op, rtol);
     CT_CHECK_STATUS(atol >= 0, CT_ERR_INVALID_ARG,

@@ -88,6 +88,14 @@ typedef struct conv_plan {
 } conv_plan;
 
 static bool check_params(const char *op, const cti_conv2d_params *p) {
+    /* as for pooling: int-sized geometry keeps the size arithmetic in int64 */
+    const int64_t *all[3] = {p->stride, p->padding, p->dilation};
+    static const char *const names[3] = {"stride", "padding", "dilation"};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            CT_CHECK_RET(all[i][j] >= INT32_MIN && all[i][j] <= INT32_MAX, false, CT_ERR_INVALID_ARG,
+                         "%s: %s value %lld cannot be converted to type int without overflow", op, names[i],
+                         (long long)all[i][j]);
     CT_CHECK_RET(p->groups > 0, false, CT_ERR_INVALID_ARG, "%s: non-positive groups is not supported",
                  op);
     CT_CHECK_RET(p->padding[0] >= 0 && p->padding[1] >= 0, false, CT_ERR_INVALID_ARG,

@@ -76,7 +76,8 @@ static ct_tensor *cat_impl(ct_tensor *const *ts, int n, int dim) {
     memcpy(shape, ref->shape, sizeof shape);
     shape[d] = 0;
     for (int i = 0; i < n; i++)
-        if (!is_legacy_empty(ts[i])) shape[d] += ts[i]->shape[d];
+        CT_CHECK_NULL(is_legacy_empty(ts[i]) || !__builtin_add_overflow(shape[d], ts[i]->shape[d], &shape[d]),
+                      CT_ERR_SHAPE, "cat: the sizes in dimension %d add up past INT64_MAX", d);
     ct_tensor *out = cti_empty(shape, ref->ndim, dtype, dev);
     if (!out) return NULL;
     int64_t offset = 0;
@@ -179,7 +180,7 @@ int ct_split(const ct_tensor *a, int64_t split_size, int dim, ct_tensor **out, i
     CT_CHECK_RET(split_size > 0 || size == 0, -1, CT_ERR_INVALID_ARG,
                  "split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
                  (long long)size);
-    int64_t count = split_size == 0 ? 1 : (size + split_size - 1) / split_size;
+    int64_t count = split_size == 0 ? 1 : size / split_size + (size % split_size != 0);
     if (count < 1) count = 1;
     return split_views(a, d, split_size, count, out, max, "split");
 }

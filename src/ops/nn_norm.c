@@ -414,10 +414,12 @@ static bool check_layer_norm(const char *op, const ct_tensor *input, ct_shape ns
     char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
     if (!ct_check_same_device(op, all, 3) || !cti_nn_check_floating("LayerNormKernelImpl", input))
         return false;
-    CT_CHECK_RET(ns.ndim >= 1 && ns.ndim <= CT_MAX_DIMS, false, CT_ERR_SHAPE,
+    CT_CHECK_RET(ns.ndim <= CT_MAX_DIMS, false, CT_ERR_SHAPE,
+                 "%s: normalized_shape has %d dimensions; tensors have at most %d", op, ns.ndim, CT_MAX_DIMS);
+    CT_CHECK_RET(ns.ndim >= 1, false, CT_ERR_SHAPE,
                  "%s: Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
                  "least one element, but got normalized_shape = %s", op,
-                 ct_shape_str(ns.dims, ns.ndim < 0 ? 0 : ns.ndim, a, sizeof a));
+                 ct_shape_str(ns.dims, 0, a, sizeof a));
     bool match = input->ndim >= ns.ndim;
     for (int i = 0; match && i < ns.ndim; i++)
         match = input->shape[input->ndim - ns.ndim + i] == ns.dims[i];

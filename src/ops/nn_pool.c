@@ -47,8 +47,22 @@ static int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, i
     return out;
 }
 
+/* PyTorch narrows the window parameters to int (safe_downcast), which also
+ * keeps every sum and product of the output-size arithmetic in int64. */
+static bool params_fit_int(const char *op, const cti_pool2d_params *p) {
+    const int64_t *all[4] = {p->kernel, p->stride, p->padding, p->dilation};
+    static const char *const names[4] = {"kernel_size", "stride", "padding", "dilation"};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            CT_CHECK_RET(all[i][j] >= INT32_MIN && all[i][j] <= INT32_MAX, false, CT_ERR_INVALID_ARG,
+                         "%s: %s value %lld cannot be converted to type int without overflow", op, names[i],
+                         (long long)all[i][j]);
+    return true;
+}
+
 static bool check_params(const char *op, const cti_pool2d_params *p) {
     const int64_t *k = p->kernel, *s = p->stride, *pad = p->padding, *d = p->dilation;
+    if (!params_fit_int(op, p)) return false;
     CT_CHECK_RET(k[0] > 0 && k[1] > 0, false, CT_ERR_INVALID_ARG,
                  "%s: kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
                  (long long)k[0], (long long)k[1]);

@@ -329,12 +329,6 @@ static ct_status reduce_impl(const reduce_req *q, const ct_tensor *a, ct_tensor 
     return CT_OK;
 }
 
-/* Status for a NULL input: the error already recorded, if any. */
-static ct_status null_input_status(void) {
-    ct_status s = ct_last_status();
-    return s != CT_OK ? s : CT_ERR_INVALID_ARG;
-}
-
 static ct_tensor *reduce_values(const reduce_req *q, const ct_tensor *a) {
     if (!a) return NULL;
     ct_tensor *v;
@@ -411,7 +405,7 @@ static ct_status extreme_dim(ct_reduce_op op, const char *name, const ct_tensor 
                              bool keepdim, ct_tensor **values, ct_tensor **indices) {
     if (values) *values = NULL;
     if (indices) *indices = NULL;
-    if (!a) return null_input_status();
+    if (!a) return ct_error_null_input(name);
     reduce_req q = {op, name, &dim, 1, keepdim, 0.0, false};
     ct_tensor *v, *i;
     CT_TRY(reduce_impl(&q, a, &v, indices ? &i : NULL));

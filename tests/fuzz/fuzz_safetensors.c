@@ -6,7 +6,7 @@
  * save gives the same bytes as the first.
  *
  * Build: cmake -DCMAKE_C_COMPILER=clang -DCTORCH_FUZZ=ON (see tools/run-fuzz.sh).
- * Without clang, CT_FUZZ_REPLAY_MAIN gives a main() that runs the target on
+ * Without clang, fuzz_replay_main.c gives a main() that runs the target on
  * each file named on the command line.
  */
 #include <stdint.h>
@@ -54,25 +54,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ct_live_tensors() != live) fuzz_fail("tensors leaked");
     return 0;
 }
-
-#ifdef CT_FUZZ_REPLAY_MAIN
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        if (!f) {
-            fprintf(stderr, "cannot open %s\n", argv[i]);
-            return 1;
-        }
-        size_t cap = 1 << 16, n = 0;
-        unsigned char *buf = malloc(cap);
-        for (size_t k; buf && (k = fread(buf + n, 1, cap - n, f)) > 0;)
-            if ((n += k) == cap) buf = realloc(buf, cap *= 2);
-        fclose(f);
-        if (!buf) return 1;
-        LLVMFuzzerTestOneInput(buf, n);
-        free(buf);
-    }
-    printf("replayed %d input(s)\n", argc - 1);
-    return 0;
-}
-#endif

@@ -32,7 +32,9 @@
  */
 #include <cblas.h>
 #include <limits.h>
+#ifdef CTORCH_HAVE_OPENMP
 #include <omp.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,17 @@ typedef struct conv_dims {
 } conv_dims;
 
 static int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The threads a parallel region here would get: one inside another region,
+ * and one in a build without OpenMP (the pragmas are then ignored). */
+static int region_threads(void) {
+#ifdef CTORCH_HAVE_OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -115,7 +128,7 @@ static conv_dims dims_of(const ct_conv2d_geom *g, int64_t o, int64_t groups) {
                                               CT_CONV_PARTIAL_BUDGET / max64(1, d.o * (d.kg + 1))));
     d.block = d.chunk * ceil_div64(ceil_div64(n, max_blocks), d.chunk);
     d.blocks = ceil_div64(d.n, d.block);
-    const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    const int threads = region_threads();
     const bool worth = d.n * d.o * d.kg * d.l >= CT_CONV_THREAD_WORK && threads > 1;
     d.thread_chunks = worth && d.chunks >= threads;
     d.thread_blocks = worth && d.blocks >= threads;

@@ -28,8 +28,12 @@ ct_status ct_cpu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed,
 /* gcc on x86-64 Linux also builds each step below for AVX2 and AVX-512
  * machines and picks one version at load time (an ifunc): with the wider
  * vectors the loops run about twice as fast, and the values are the same
- * (no step may be fused into multiply-adds, see above). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+ * (no step may be fused into multiply-adds, see above). Not under
+ * ThreadSanitizer: the dynamic loader runs ifunc resolvers before the TSan
+ * runtime is initialised, and gcc instruments the resolvers it generates,
+ * so the program would crash before main. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__)
 #define CT_RAND_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CT_RAND_CLONES

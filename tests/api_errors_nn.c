@@ -1,0 +1,168 @@
+/*
+ * api_errors_nn.c — rows of test_api_errors.c for nn.h and optim.h
+ * (included into test_api_errors.c). A NULL module or optimizer is what a
+ * failed constructor returns, so calls on it fail and keep that error.
+ */
+
+static ct_tensor *echo_forward(ct_module *self, const ct_tensor *x) {
+    (void)self;
+    return ct_clone(x);
+}
+
+static ct_tensor *silent_forward(ct_module *self, const ct_tensor *x) {
+    (void)self, (void)x;
+    return NULL;
+}
+
+static void rows_modules(void) {
+    ct_tensor *params[4];
+    const char *names[4];
+    PROP_PTR(ct_forward, (NM, F.t));
+    PROP_PTR(ct_forward, (F.m, NT));
+    ERR_PTR(ct_forward, (F.m, F.img), "linear");
+    ERR_PTR(ct_forward, (F.silent, F.t), "Silent: forward returned NULL without setting an error");
+    ERR_PTR(ct_forward, (F.silent, (ct_set_error(CT_ERR_STATE, "stale"), F.t)), "Silent: forward returned NULL");
+    QUIET_VOID(ct_module_free, (NM));
+    ERR_PTR(ct_module_to, (NM, ct_device_cpu()), "module.to: NULL module");
+    ERR_PTR(ct_module_to, (F.m, BAD_DEV), "Device index");
+    ERR_STATUS(ct_module_to_checked, (NM, ct_device_cpu()), "module.to: NULL module");
+    ERR_STATUS(ct_module_to_checked, (F.m, BAD_DEV), "Device index");
+    PROP_VOID(ct_module_train, (NM, true));
+    PROP_VAL(ct_module_is_training, (NM), !r_);
+    PROP_VAL(ct_module_type, (NM), r_ == NULL);
+    PROP_VAL(ct_module_parameters, (NM, params, names, 4), r_ == -1);
+    ERR_VAL(ct_module_parameters, (F.m, params, names, -1), r_ == -1, "module_parameters: max must be non-negative");
+    QUIET_VAL(ct_module_parameters, (F.m, NULL, NULL, 4), r_ == 2); /* counting only */
+    PROP_VAL(ct_module_buffers, (NM, params, names, 4), r_ == -1);
+    ERR_VAL(ct_module_buffers, (F.m, params, names, -1), r_ == -1, "module_buffers: max must be non-negative");
+    PROP_VAL(ct_module_num_parameters, (NM), r_ == 0);
+    PROP_PTR(ct_module_get, (NM, "weight"));
+    ERR_PTR(ct_module_get, (F.m, NULL), "module_get: NULL name");
+    QUIET_VAL(ct_module_get, (F.m, "nope"), r_ == NULL); /* absent: NULL, no error */
+    PROP_PTR(ct_module_child, (NM, "0"));
+    ERR_PTR(ct_module_child, (F.m, NULL), "module_child: NULL name");
+    ERR_STATUS(ct_module_print, (NM), "module print: NULL module");
+    QUIET_VAL(ct_module_new, (NULL, echo_forward, NULL, NULL), (ct_module_free(r_), true)); /* type "Module" */
+    PROP_PTR(ct_module_state, (NM));
+    /* registration takes the reference it is given, also when it fails */
+    PROP_STATUS(ct_module_add_parameter, (NM, "w", NT), "register_parameter:");
+    ERR_STATUS(ct_module_add_parameter, (NM, "w", ct_ones(CT_SHAPE(2))), "register_parameter: NULL module");
+    PROP_STATUS(ct_module_add_parameter, (F.m, "w", NT), "register_parameter:");
+    ERR_STATUS(ct_module_add_parameter, (F.m, NULL, ct_ones(CT_SHAPE(2))), "register_parameter: name can't be empty");
+    ERR_STATUS(ct_module_add_parameter, (F.m, "a.b", ct_ones(CT_SHAPE(2))), "a.b");
+    ERR_STATUS(ct_module_add_parameter, (F.m, "weight", ct_ones(CT_SHAPE(2))), "attribute 'weight' already exists");
+    ERR_STATUS(ct_module_add_parameter, (F.m, "w", ct_ones(CT_SHAPE(2), .dtype = CT_INT64)),
+               "must be floating point");
+    PROP_STATUS(ct_module_add_buffer, (NM, "b", NT), "register_buffer:");
+    ERR_STATUS(ct_module_add_buffer, (NM, "b", ct_ones(CT_SHAPE(2))), "register_buffer: NULL module");
+    ERR_STATUS(ct_module_add_buffer, (F.m, NULL, ct_ones(CT_SHAPE(2))), "register_buffer: name can't be empty");
+    PROP_STATUS(ct_module_add_child, (NM, "c", NM), "add_module:");
+    ERR_STATUS(ct_module_add_child, (NM, "c", ct_nn_relu()), "add_module: NULL argument");
+    PROP_STATUS(ct_module_add_child, (F.m, "c", NM), "add_module:");
+    ERR_STATUS(ct_module_add_child, (F.m, NULL, ct_nn_relu()), "add_module: name can't be empty");
+    PROP_PTR(ct_module_param, (NM, "weight"));
+    ERR_PTR(ct_module_param, (F.m, NULL), "module_param: NULL name");
+    QUIET_VAL(ct_module_param, (F.m, "nope"), r_ == NULL);
+    PROP_PTR(ct_module_buffer, (NM, "b"));
+    ERR_PTR(ct_module_buffer, (F.m, NULL), "module_buffer: NULL name");
+    PROP_VAL(ct_module_num_children, (NM), r_ == 0);
+    PROP_PTR(ct_module_child_at, (NM, 0));
+    ERR_PTR(ct_module_child_at, (F.m, 5), "module_child_at: index 5 is out of range for Linear with 0 children");
+    ERR_PTR(ct_module_child_at, (F.seq, -1), "module_child_at: index -1 is out of range");
+    PROP_PTR(ct_linear, (F.t, NT, NT));
+    ERR_PTR(ct_linear, (F.t, F.img, NT), "linear");
+    ERR_PTR(ct_nn_linear, (-1, 2, true), "Linear");
+    ERR_PTR(ct_nn_linear, (3, -2, true), "Linear");
+    QUIET_VAL(ct_nn_flatten, (1, 9), (ct_module_free(r_), true)); /* dims are checked when it runs */
+    ERR_PTR(ct_nn_sequential, (NULL, 2),
+            "Sequential: expected n >= 0 modules in a non-NULL array, got n = 2 and a NULL array");
+    ERR_PTR(ct_nn_sequential, (((ct_module *[]){NULL}), -1), "Sequential: expected n >= 0 modules");
+    PROP_PTR(ct_nn_sequential, (((ct_module *[]){ct_nn_relu(), NM}), 2));
+    PROP_STATUS(ct_sequential_append, (NM, ct_nn_relu()), "add_module:");
+    PROP_STATUS(ct_sequential_append, (F.seq, NM), "add_module:");
+    ERR_STATUS(ct_sequential_append, (F.m, ct_nn_relu()),
+               "Sequential.append: the module is a Linear, not a Sequential");
+    ERR_PTR(ct_nn_conv2d, (0, 2, 3, (ct_conv2d_opts){0}), "Conv2d");
+    ERR_PTR(ct_nn_conv2d, (2, 2, -3, (ct_conv2d_opts){0}), "Conv2d");
+    ERR_PTR(ct_nn_conv2d, (3, 2, 3, (ct_conv2d_opts){.groups = 2}), "Conv2d");
+    ERR_PTR(ct_nn_batchnorm1d, (-1, (ct_batchnorm_opts){0}), "BatchNorm1d");
+    ERR_PTR(ct_nn_batchnorm2d, (0, (ct_batchnorm_opts){0}), "BatchNorm2d");
+    ERR_PTR(ct_nn_layernorm, (((ct_shape){.ndim = 9}), 1e-5), "LayerNorm: tensors have at most 8 dimensions");
+    ERR_PTR(ct_nn_layernorm, (CT_SHAPE(-2), 1e-5), "LayerNorm: Trying to create tensor with negative dimension");
+    ERR_PTR(ct_nn_layernorm, (((ct_shape){.ndim = 0}), 1e-5),
+            "LayerNorm: normalized_shape must have at least one dimension");
+    ERR_PTR(ct_nn_embedding, (-1, 2, -1), "Embedding: num_embeddings and embedding_dim must be non-negative");
+    ERR_PTR(ct_nn_embedding, (4, 2, 7), "Embedding: Padding_idx must be within num_embeddings");
+    ERR_PTR(ct_nn_dropout, (1.5), "dropout probability has to be between 0 and 1");
+    ERR_PTR(ct_nn_maxpool2d, (0, 0, 0), "MaxPool2d: kernel_size should be greater than zero");
+    ERR_PTR(ct_nn_maxpool2d, (2, 2, 5), "MaxPool2d: pad should be at least zero and at most half");
+    ERR_PTR(ct_nn_maxpool2d, (2, -2, 0), "MaxPool2d: stride should be greater than zero");
+    ERR_PTR(ct_nn_avgpool2d, (-1, 0, 0), "AvgPool2d: kernel_size should be greater than zero");
+    QUIET_VAL(ct_nn_adaptive_avgpool2d, (-1, 1), (ct_module_free(r_), true)); /* negative: keep the size */
+    ERR_PTR(ct_module_state_dict, (NM), "state_dict: NULL module");
+    ERR_STATUS(ct_module_load_state_dict, (NM, F.dict, true), "load_state_dict: NULL argument");
+    ERR_STATUS(ct_module_load_state_dict, (F.m, NULL, true), "load_state_dict: NULL argument");
+    ERR_STATUS(ct_module_load_state_dict, (F.m, F.dict, true), "Error(s) in loading state_dict for Linear");
+    ERR_STATUS(ct_module_save, (NM, api_path("x.safetensors")), "state_dict: NULL module");
+    ERR_STATUS(ct_module_save, (F.m, NULL), "NULL");
+    ERR_STATUS(ct_module_load, (NM, api_path("x.safetensors"), true), "load: NULL argument");
+    ERR_STATUS(ct_module_load, (F.m, NULL, true), "load: NULL argument");
+    ERR_STATUS(ct_module_load, (F.m, api_path("file/x.safetensors"), true), "file/x.safetensors");
+    ERR_PTR(ct_model_mlp, (4, NULL, 2, 3), "mlp: expected n_hidden >= 0 hidden sizes in a non-NULL array");
+    ERR_PTR(ct_model_mlp, (-4, NULL, 0, 3), "Linear");
+    ERR_PTR(ct_model_mlp, (4, ((int64_t[]){8}), -1, 3), "mlp: expected n_hidden >= 0");
+    ERR_PTR(ct_model_resnet18, (0), "Linear: in_features and out_features must be positive, got 512 and 0");
+}
+
+static void rows_optim(void) {
+    double norm;
+    ERR_PTR(ct_sgd, (NM, (ct_sgd_opts){.lr = 0.1}), "optimizer: NULL parameter list");
+    ERR_PTR(ct_sgd, (F.m, (ct_sgd_opts){.lr = -1}), "Invalid learning rate");
+    ERR_PTR(ct_sgd, (F.m, (ct_sgd_opts){.lr = 0.1, .momentum = -1}), "Invalid momentum value");
+    ERR_PTR(ct_adam, (NM, (ct_adam_opts){0}), "optimizer: NULL parameter list");
+    ERR_PTR(ct_adam, (F.m, (ct_adam_opts){.beta1 = 1.5}), "Invalid beta parameter at index 0");
+    ERR_PTR(ct_adamw, (NM, (ct_adam_opts){0}), "optimizer: NULL parameter list");
+    ERR_PTR(ct_adamw, (F.m, (ct_adam_opts){.eps = -1}), "Invalid epsilon value");
+    ERR_PTR(ct_sgd_params, (NULL, 2, (ct_sgd_opts){.lr = 0.1}), "optimizer: NULL parameter list");
+    ERR_PTR(ct_sgd_params, (&F.t, -1, (ct_sgd_opts){.lr = 0.1}), "optimizer");
+    ERR_PTR(ct_sgd_params, (((ct_tensor *[]){NT}), 1, (ct_sgd_opts){.lr = 0.1}), "optimizer: parameter 0 is NULL");
+    ERR_PTR(ct_adam_params, (NULL, 1, (ct_adam_opts){0}), "optimizer: NULL parameter list");
+    ERR_PTR(ct_adam_params, (&F.idx, 1, (ct_adam_opts){0}), "only floating-point parameters can be optimized");
+    ERR_PTR(ct_adamw_params, (NULL, 1, (ct_adam_opts){0}), "optimizer: NULL parameter list");
+    QUIET_VOID(ct_optimizer_free, (NULL));
+    ERR_STATUS(ct_step, (NULL), "step: NULL optimizer");
+    ERR_STATUS(ct_zero_grad, (NULL), "zero_grad: NULL optimizer");
+    PROP_VAL(ct_optimizer_lr, (NULL), isnan(r_));
+    ERR_STATUS(ct_optimizer_set_lr, (NULL, 0.1), "set_lr: NULL optimizer");
+    ERR_STATUS(ct_optimizer_set_lr, (F.opt, -1), "Invalid learning rate");
+    ERR_STATUS(ct_optimizer_set_lr, (F.opt, NAN), "Invalid learning rate");
+    PROP_VAL(ct_optimizer_step_count, (NULL), r_ == 0);
+    ERR_PTR(ct_optimizer_state_dict, (NULL), "optimizer state_dict: NULL optimizer");
+    ERR_STATUS(ct_optimizer_load_state_dict, (NULL, F.dict), "optimizer load_state_dict: NULL optimizer");
+    ERR_STATUS(ct_optimizer_load_state_dict, (F.opt, NULL), "optimizer load_state_dict: NULL state dict");
+    ERR_STATUS(ct_optimizer_load_state_dict, (F.opt, F.dict), "load_state_dict");
+    ERR_STATUS(ct_clip_grad_norm, (NM, 1.0, 2.0, &norm), "clip_grad_norm_: NULL module");
+    ERR_STATUS(ct_clip_grad_norm, (F.m, 1.0, 3.0, &norm), "clip_grad_norm");
+    ERR_PTR(ct_step_lr, (NULL, 1, 0.5), "lr_scheduler: NULL optimizer");
+    ERR_PTR(ct_step_lr, (F.opt, 0, 0.5), "StepLR");
+    ERR_PTR(ct_multistep_lr, (NULL, ((int[]){1}), 1, 0.5), "lr_scheduler: NULL optimizer");
+    ERR_PTR(ct_multistep_lr, (F.opt, NULL, 2, 0.5), "MultiStepLR: bad milestone list");
+    ERR_PTR(ct_multistep_lr, (F.opt, ((int[]){3, 1}), 2, 0.5), "MultiStepLR");
+    ERR_PTR(ct_multistep_lr, (F.opt, ((int[]){1}), -1, 0.5), "MultiStepLR");
+    ERR_PTR(ct_cosine_annealing_lr, (NULL, 10, 0), "lr_scheduler: NULL optimizer");
+    ERR_PTR(ct_cosine_annealing_lr, (F.opt, 0, 0), "CosineAnnealingLR");
+    ERR_PTR(ct_onecycle_lr, (NULL, 0.1, 10), "lr_scheduler: NULL optimizer");
+    ERR_PTR(ct_onecycle_lr, (F.opt, 0.1, 0), "OneCycleLR");
+    ERR_PTR(ct_onecycle_lr, (F.opt, -0.1, 10), "OneCycleLR");
+    ERR_PTR(ct_linear_lr, (NULL, 0.1, 1, 10), "lr_scheduler: NULL optimizer");
+    ERR_PTR(ct_linear_lr, (F.opt, 0, 1, 10), "LinearLR");
+    ERR_PTR(ct_linear_lr, (F.opt, 0.1, 1, -1), "LinearLR");
+    ERR_STATUS(ct_scheduler_step, (NULL), "scheduler.step: NULL scheduler");
+    PROP_VAL(ct_scheduler_last_lr, (NULL), isnan(r_));
+    QUIET_VOID(ct_scheduler_free, (NULL));
+}
+
+static void rows_nn(void) {
+    rows_modules();
+    rows_optim();
+}

@@ -1,0 +1,233 @@
+/*
+ * backend_ops_pointwise.c — the elementwise rows of the cross-backend
+ * harness: every unary op, every binary op (broadcasting, mixed dtypes,
+ * alpha), the scalar forms and where, on each device against the CPU.
+ * Included by tests/test_backend_ops.c (after backend_ops_compare.c, before
+ * its table, whose rows are BO_POINTWISE_CASES); not a test of its own.
+ *
+ * Inputs have every shape of variant_shape (0-dim to 100,000+ elements) and
+ * every layout, with NaN/±inf/±0 in half the variants. Results are compared
+ * per element within a few ulps, with the sign of zero: IEEE arithmetic and
+ * C's math functions define it (neg(0) = -0, x * -1, trunc(-0.3) = -0…) and
+ * PyTorch follows them.
+ */
+#include "core/backend.h" /* the op enums: one row per op value */
+
+typedef ct_tensor *(*unary_fn)(const ct_tensor *);
+static ct_tensor *do_leaky(const ct_tensor *a) { return ct_leaky_relu(a, 0.2); }
+
+static unary_fn unary_function(int op) {
+    static const unary_fn fns[CT_UN_COUNT_] = {
+        ct_neg, ct_abs, ct_sign, ct_square, ct_exp, ct_expm1, ct_log, ct_log1p, ct_log2, ct_sqrt,
+        ct_rsqrt, ct_reciprocal, ct_sin, ct_cos, ct_tanh, ct_sigmoid, ct_relu, ct_gelu,
+        ct_gelu_tanh, ct_silu, ct_softplus, ct_erf, ct_floor, ct_ceil, ct_round, ct_trunc,
+        ct_isnan, ct_isinf, ct_isfinite, ct_logical_not, do_leaky, NULL};
+    return fns[op];
+}
+
+static void run_unary(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
+                      ct_tensor **out, char *desc, size_t dn) {
+    ct_shape s;
+    bo_layout l;
+    variant_shape(v, r, &s, &l);
+    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    describe(desc, dn, "x", s, l);
+    if (c->op == CT_UN_CLAMP) {
+        static const double bounds[][2] = {{-1, 1}, {NAN, 0.5}, {-0.5, NAN}, {2, -2}};
+        const double *b = bounds[v % 4];
+        out[0] = ct_clamp(x, b[0], b[1]);
+        snprintf(desc + strlen(desc), dn - strlen(desc), ", clamp(%g, %g)", b[0], b[1]);
+        return;
+    }
+    out[0] = unary_function(c->op)(x);
+}
+
+typedef ct_tensor *(*binary_fn)(const ct_tensor *, const ct_tensor *);
+static binary_fn binary_function(int op) {
+    static const binary_fn fns[CT_BIN_COUNT_] = {
+        ct_add, ct_sub, ct_mul, ct_div, ct_floor_divide, ct_remainder, ct_pow, ct_maximum,
+        ct_minimum, ct_atan2, ct_eq, ct_ne, ct_lt, ct_le, ct_gt, ct_ge, ct_logical_and,
+        ct_logical_or, ct_logical_xor};
+    return fns[op];
+}
+
+/* Divisors of integer divisions avoid 0, except in every fourth variant,
+ * which checks that the device reports the division by zero as the CPU. */
+static bo_range divisor_range(const bo_case *c, int v) {
+    bool division = c->op == CT_BIN_FLOOR_DIV || c->op == CT_BIN_REMAINDER;
+    return division && v % 4 != 3 ? BO_NONZERO : vrange(c->range, v);
+}
+
+/* p0 != 0: a second operand of another dtype (type promotion on the device);
+ * rows with op -1 are add with alpha p0. */
+static void run_binary(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
+                       ct_tensor **out, char *desc, size_t dn) {
+    ct_shape s;
+    bo_layout la;
+    variant_shape(v, r, &s, &la);
+    int pattern = v % 5;
+    ct_shape sb = broadcast_partner(s, pattern == 4 ? 1 : pattern, r);
+    bo_layout lb = (bo_layout)bo_int(r, 0, BO_LAYOUTS_);
+    ct_dtype dtb = dt;
+    if (c->op != -1 && c->p0 != 0) dtb = g_dtypes[(v + 3) % BO_NDTYPES];
+    ct_tensor *a = bo_input(r, pattern == 4 ? sb : s, dt, vrange(c->range, v),
+                            pattern == 4 ? lb : la, dev);
+    ct_tensor *b = bo_input(r, pattern == 4 ? s : sb, dtb, divisor_range(c, v),
+                            pattern == 4 ? la : lb, dev);
+    describe(desc, dn, "a", pattern == 4 ? sb : s, pattern == 4 ? lb : la);
+    describe(desc, dn, "b", pattern == 4 ? s : sb, pattern == 4 ? la : lb);
+    if (dtb != dt) snprintf(desc + strlen(desc), dn - strlen(desc), " (%s)", ct_dtype_name(dtb));
+    out[0] = c->op == -1 ? ct_add_scaled(a, b, c->p0) : binary_function(c->op)(a, b);
+}
+
+typedef ct_tensor *(*scalar_fn)(const ct_tensor *, double);
+static scalar_fn scalar_function(int k) {
+    static const scalar_fn fns[] = {ct_add_scalar, ct_sub_scalar, ct_mul_scalar, ct_div_scalar,
+                                    ct_pow_scalar, ct_rsub_scalar, ct_eq_scalar,  ct_lt_scalar,
+                                    ct_ge_scalar};
+    return fns[k];
+}
+
+/* The scalar cycles through values that matter (pow's 2 and 0.5 shortcuts,
+ * -1: the sign of zero). */
+static void run_scalar(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
+                       ct_tensor **out, char *desc, size_t dn) {
+    static const double scalars[] = {2.0, 0.5, -1.5, 3.0, 0.0, 1.0, -1.0};
+    ct_shape s;
+    bo_layout l;
+    variant_shape(v, r, &s, &l);
+    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    double k = scalars[v % 7];
+    describe(desc, dn, "x", s, l);
+    snprintf(desc + strlen(desc), dn - strlen(desc), ", scalar %g", k);
+    out[0] = scalar_function(c->op)(x, k);
+}
+
+static void run_where(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
+                      ct_tensor **out, char *desc, size_t dn) {
+    ct_shape s;
+    bo_layout l;
+    variant_shape(v, r, &s, &l);
+    ct_shape sa = broadcast_partner(s, v % 4, r), sb = broadcast_partner(s, (v + 1) % 4, r);
+    bo_layout la = (bo_layout)bo_int(r, 0, BO_LAYOUTS_), lb = (bo_layout)bo_int(r, 0, BO_LAYOUTS_);
+    ct_tensor *cond = bo_input(r, s, CT_BOOL, BO_DEFAULT, l, dev);
+    ct_tensor *a = bo_input(r, sa, dt, vrange(c->range, v), la, dev);
+    ct_tensor *b = bo_input(r, sb, dt, vrange(c->range, v), lb, dev);
+    describe(desc, dn, "cond", s, l);
+    describe(desc, dn, "a", sa, la);
+    describe(desc, dn, "b", sb, lb);
+    out[0] = ct_where(cond, a, b);
+}
+
+/* ---- reductions, softmax ----------------------------------------------------------------- */
+
+/* Integer floor_divide/remainder by zero is an error (PyTorch's
+ * ZeroDivisionError); every fourth variant lets divisors be 0 to check that
+ * the device reports it as the cpu. */
+static bool division_by_zero(const bo_case *c, ct_dtype dt, int v) {
+    return !ct_dtype_is_floating(dt) && v % 4 == 3;
+}
+
+/* Integers to a negative integer power is an error (PyTorch's "Integers to
+ * negative integer powers are not allowed"): pow_scalar's -1. */
+static bool negative_integer_power(const bo_case *c, ct_dtype dt, int v) {
+    return !ct_dtype_is_floating(dt) && v % 7 == 6;
+}
+
+#define UN(n_, op_, range_, dts_) \
+    {.name = n_, .family = "unary", .run = run_unary, .op = op_, .range = range_, \
+     .tol = BO_TOL_EW, .dtypes = dts_}
+#define BIN(n_, op_, range_, dts_) \
+    {.name = n_, .family = "binary", .run = run_binary, .op = op_, .range = range_, \
+     .tol = BO_TOL_EW, .dtypes = dts_}
+/* Ops that pick between equal values: of -0 and +0 (equal) either may be
+ * returned (IEEE leaves fmax/fmin's choice open, PyTorch documents none). */
+#define UN_ANY_ZERO(n_, op_, dts_) \
+    {.name = n_, .family = "unary", .run = run_unary, .op = op_, .range = BO_DEFAULT, \
+     .tol = BO_TOL_EW, .dtypes = dts_, .flags = BO_ANY_ZERO_SIGN}
+#define BIN_ANY_ZERO(n_, op_) \
+    {.name = n_, .family = "binary", .run = run_binary, .op = op_, .range = BO_DEFAULT, \
+     .tol = BO_TOL_EW, .dtypes = BO_DT_ALL, .flags = BO_ANY_ZERO_SIGN}
+#define SCALAR(n_, k_, dts_) \
+    {.name = n_, .family = "scalar", .run = run_scalar, .op = k_, .range = BO_DEFAULT, \
+     .tol = BO_TOL_EW, .dtypes = dts_}
+
+/* Bool has no arithmetic negation, subtraction, power or rounding
+ * (PyTorch rejects them); leaky_relu and add with a fractional alpha need
+ * floats. */
+#define BO_POINTWISE_CASES                                                                         \
+    UN("neg", CT_UN_NEG, BO_DEFAULT, BO_DT_NOBOOL),                                                \
+    UN("abs", CT_UN_ABS, BO_DEFAULT, BO_DT_NOBOOL),                                                \
+    UN("sign", CT_UN_SIGN, BO_DEFAULT, BO_DT_ALL),                                                 \
+    UN("square", CT_UN_SQUARE, BO_DEFAULT, BO_DT_ALL),                                             \
+    UN("exp", CT_UN_EXP, BO_DEFAULT, BO_DT_ALL),                                                   \
+    UN("expm1", CT_UN_EXPM1, BO_DEFAULT, BO_DT_ALL),                                               \
+    UN("log", CT_UN_LOG, BO_POSITIVE, BO_DT_ALL),                                                  \
+    UN("log1p", CT_UN_LOG1P, BO_POSITIVE, BO_DT_ALL),                                              \
+    UN("log2", CT_UN_LOG2, BO_POSITIVE, BO_DT_ALL),                                                \
+    UN("sqrt", CT_UN_SQRT, BO_POSITIVE, BO_DT_ALL),                                                \
+    UN("rsqrt", CT_UN_RSQRT, BO_POSITIVE, BO_DT_ALL),                                              \
+    UN("reciprocal", CT_UN_RECIPROCAL, BO_DEFAULT, BO_DT_ALL),                                     \
+    UN("sin", CT_UN_SIN, BO_DEFAULT, BO_DT_ALL),                                                   \
+    UN("cos", CT_UN_COS, BO_DEFAULT, BO_DT_ALL),                                                   \
+    UN("tanh", CT_UN_TANH, BO_DEFAULT, BO_DT_ALL),                                                 \
+    UN("sigmoid", CT_UN_SIGMOID, BO_DEFAULT, BO_DT_ALL),                                           \
+    UN_ANY_ZERO("relu", CT_UN_RELU, BO_DT_NOBOOL),                                                 \
+    UN("gelu", CT_UN_GELU, BO_DEFAULT, BO_DT_ALL),                                                 \
+    UN("gelu_tanh", CT_UN_GELU_TANH, BO_DEFAULT, BO_DT_ALL),                                       \
+    UN("silu", CT_UN_SILU, BO_DEFAULT, BO_DT_ALL),                                                 \
+    UN("softplus", CT_UN_SOFTPLUS, BO_DEFAULT, BO_DT_ALL),                                         \
+    UN("erf", CT_UN_ERF, BO_DEFAULT, BO_DT_ALL),                                                   \
+    UN("floor", CT_UN_FLOOR, BO_DEFAULT, BO_DT_NOBOOL),                                            \
+    UN("ceil", CT_UN_CEIL, BO_DEFAULT, BO_DT_NOBOOL),                                              \
+    UN("round", CT_UN_ROUND, BO_DEFAULT, BO_DT_NOBOOL),                                            \
+    UN("trunc", CT_UN_TRUNC, BO_DEFAULT, BO_DT_NOBOOL),                                            \
+    UN("isnan", CT_UN_ISNAN, BO_DEFAULT, BO_DT_ALL),                                               \
+    UN("isinf", CT_UN_ISINF, BO_DEFAULT, BO_DT_ALL),                                               \
+    UN("isfinite", CT_UN_ISFINITE, BO_DEFAULT, BO_DT_ALL),                                         \
+    UN("logical_not", CT_UN_LOGICAL_NOT, BO_DEFAULT, BO_DT_ALL),                                   \
+    UN_ANY_ZERO("leaky_relu", CT_UN_LEAKY_RELU, BO_DT_FLOAT),                                      \
+    UN_ANY_ZERO("clamp", CT_UN_CLAMP, BO_DT_ALL),                                                  \
+                                                                                                   \
+    BIN("add", CT_BIN_ADD, BO_DEFAULT, BO_DT_ALL),                                                 \
+    BIN("sub", CT_BIN_SUB, BO_DEFAULT, BO_DT_NOBOOL),                                              \
+    BIN("mul", CT_BIN_MUL, BO_DEFAULT, BO_DT_ALL),                                                 \
+    BIN("div", CT_BIN_DIV, BO_DEFAULT, BO_DT_ALL),                                                 \
+    {.name = "floor_divide", .family = "binary", .run = run_binary, .op = CT_BIN_FLOOR_DIV,        \
+     .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_NOBOOL,                                \
+     .deliberate_error = division_by_zero},                                                        \
+    {.name = "remainder", .family = "binary", .run = run_binary, .op = CT_BIN_REMAINDER,           \
+     .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_NOBOOL,                                \
+     .deliberate_error = division_by_zero},                                                        \
+    BIN("pow", CT_BIN_POW, BO_TAME, BO_DT_NOBOOL),                                                 \
+    BIN_ANY_ZERO("maximum", CT_BIN_MAXIMUM),                                                       \
+    BIN_ANY_ZERO("minimum", CT_BIN_MINIMUM),                                                       \
+    BIN("atan2", CT_BIN_ATAN2, BO_DEFAULT, BO_DT_ALL),                                             \
+    BIN("eq", CT_BIN_EQ, BO_DEFAULT, BO_DT_ALL),                                                   \
+    BIN("ne", CT_BIN_NE, BO_DEFAULT, BO_DT_ALL),                                                   \
+    BIN("lt", CT_BIN_LT, BO_DEFAULT, BO_DT_ALL),                                                   \
+    BIN("le", CT_BIN_LE, BO_DEFAULT, BO_DT_ALL),                                                   \
+    BIN("gt", CT_BIN_GT, BO_DEFAULT, BO_DT_ALL),                                                   \
+    BIN("ge", CT_BIN_GE, BO_DEFAULT, BO_DT_ALL),                                                   \
+    BIN("logical_and", CT_BIN_LOGICAL_AND, BO_DEFAULT, BO_DT_ALL),                                 \
+    BIN("logical_or", CT_BIN_LOGICAL_OR, BO_DEFAULT, BO_DT_ALL),                                   \
+    BIN("logical_xor", CT_BIN_LOGICAL_XOR, BO_DEFAULT, BO_DT_ALL),                                 \
+    {.name = "add_scaled", .family = "binary", .run = run_binary, .op = -1, .p0 = 2.5,             \
+     .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_FLOAT},                                \
+    {.name = "add_mixed", .family = "binary", .run = run_binary, .op = CT_BIN_ADD, .p0 = 1,        \
+     .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_ALL},                                  \
+    {.name = "mul_mixed", .family = "binary", .run = run_binary, .op = CT_BIN_MUL, .p0 = 1,        \
+     .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_ALL},                                  \
+                                                                                                   \
+    SCALAR("add_scalar", 0, BO_DT_ALL),                                                            \
+    SCALAR("sub_scalar", 1, BO_DT_NOBOOL),                                                         \
+    SCALAR("mul_scalar", 2, BO_DT_ALL),                                                            \
+    SCALAR("div_scalar", 3, BO_DT_ALL),                                                            \
+    {.name = "pow_scalar", .family = "scalar", .run = run_scalar, .op = 4, .range = BO_DEFAULT,    \
+     .tol = BO_TOL_EW, .dtypes = BO_DT_ALL, .deliberate_error = negative_integer_power},           \
+    SCALAR("rsub_scalar", 5, BO_DT_NOBOOL),                                                        \
+    SCALAR("eq_scalar", 6, BO_DT_ALL),                                                             \
+    SCALAR("lt_scalar", 7, BO_DT_ALL),                                                             \
+    SCALAR("ge_scalar", 8, BO_DT_ALL),                                                             \
+    {.name = "where", .family = "where", .run = run_where, .range = BO_DEFAULT,                    \
+     .tol = BO_TOL_EXACT, .dtypes = BO_DT_ALL},
