@@ -17,16 +17,7 @@
 set -u
 train=$1
 src=$2
-data=/usr/share/datasets/fashion-mnist
-if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
-    echo "SKIP: $data is not installed (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+. "$(dirname "$0")/train_testutil.sh"
 # Small, deterministic runs on one thread.
 small="--limit-train 1024 --limit-test 512 --batch-size 64 --threads 1 --progress none --seed 7"
 

@@ -16,15 +16,7 @@
 set -u
 train=$1
 random_trials=${2:-12}
-data=/usr/share/datasets/fashion-mnist
-if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
-    echo "SKIP: $data is not installed (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/train_testutil.sh"
 epochs=3
 opts="--model mlp --limit-train 512 --limit-test 128 --batch-size 64 --threads 1 --workers 0 --progress none
       --seed 11 --epochs $epochs"

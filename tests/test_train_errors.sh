@@ -15,16 +15,7 @@
 # Exits 77 (skip) when Fashion-MNIST is not installed.
 set -u
 train=$1
-data=/usr/share/datasets/fashion-mnist
-if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
-    echo "SKIP: $data is not installed (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+. "$(dirname "$0")/train_testutil.sh"
 small=(--model mlp --limit-train 256 --limit-test 128 --batch-size 64 --threads 1 --workers 0 --progress none --seed 5)
 
 # expect CODE NEEDLE WHAT -- command...: exit code CODE and NEEDLE in the output.

@@ -27,29 +27,11 @@
 #include "ctorch/ctorch.h"
 #include "data/data_internal.h"
 
+#define FUZZ_NAME "fuzz_cifar"
+#include "fuzz_util.h"
+
 #define RECORD 3073
 #define PIXELS 3072
-
-static void fuzz_fail(const char *what) {
-    fprintf(stderr, "fuzz_cifar: %s (last error: %s)\n", what, ct_last_error());
-    abort();
-}
-
-static int memory_file(const void *data, size_t size) {
-    int fd = memfd_create("fuzz_cifar", MFD_CLOEXEC);
-    if (fd < 0) return -1;
-    const char *p = data;
-    while (size > 0) {
-        ssize_t k = write(fd, p, size);
-        if (k <= 0) {
-            close(fd);
-            return -1;
-        }
-        p += k, size -= (size_t)k;
-    }
-    lseek(fd, 0, SEEK_SET);
-    return fd;
-}
 
 static ct_transform *training_transform(void) {
     const double mean[3] = {0.4914, 0.4822, 0.4465}, std[3] = {0.2470, 0.2435, 0.2616};

@@ -27,27 +27,8 @@
 #include "ctorch/ctorch.h"
 #include "data/data_internal.h"
 
-static void fuzz_fail(const char *what) {
-    fprintf(stderr, "fuzz_idx: %s (last error: %s)\n", what, ct_last_error());
-    abort();
-}
-
-/* A memory file holding data, positioned at its start; -1 if none. */
-static int memory_file(const void *data, size_t size) {
-    int fd = memfd_create("fuzz_idx", MFD_CLOEXEC);
-    if (fd < 0) return -1;
-    const char *p = data;
-    while (size > 0) {
-        ssize_t k = write(fd, p, size);
-        if (k <= 0) {
-            close(fd);
-            return -1;
-        }
-        p += k, size -= (size_t)k;
-    }
-    lseek(fd, 0, SEEK_SET);
-    return fd;
-}
+#define FUZZ_NAME "fuzz_idx"
+#include "fuzz_util.h"
 
 /* gzip (not zlib) framing: windowBits 15 + 16. */
 static unsigned char *gzip_compress(const uint8_t *data, size_t size, size_t *out_size) {
