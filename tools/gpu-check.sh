@@ -117,7 +117,7 @@ run_there() {
             0) echo "  $t: passed ($(grep -c '^\[ ok \]' "$out/$t.log") cases ok)" ;;
             124|137) echo "  $t: TIMED OUT; last lines:"; tail -4 "$out/$t.log" | sed 's/^/    /'; status=1 ;;
             77) echo "  $t: SKIPPED although a GPU is present"; status=1 ;;
-            *) echo "  $t: FAILED (exit $rc):"; grep -E '^FAIL|\[FAIL\]' "$out/$t.log" | head -12 | sed 's/^/    /'; status=1 ;;
+            *) echo "  $t: FAILED (exit $rc):"; grep -E 'FAIL' "$out/$t.log" | head -12 | sed 's/^/    /'; status=1 ;;
         esac
     done
     tail -3 "$out/test_backend_ops.log"

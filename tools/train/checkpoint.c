@@ -289,9 +289,11 @@ ct_status checkpoint_candidates(const char *dir, char (*names)[64], int max, int
     DIR *d = opendir(dir);
     if (!d) return errno == ENOENT ? CT_OK : io_error("read the folder", dir);
     int start = *n;
-    for (struct dirent *e; (e = readdir(d)) && *n < max;)
-        if (epoch_of_name(e->d_name) && strcmp(e->d_name, first) != 0 && strlen(e->d_name) < 64)
-            snprintf(names[(*n)++], 64, "%s", e->d_name);
+    for (struct dirent *e; (e = readdir(d)) && *n < max;) {
+        size_t len = strlen(e->d_name); /* epoch_of_name caps k, so names are short */
+        if (epoch_of_name(e->d_name) && strcmp(e->d_name, first) != 0 && len < 64)
+            memcpy(names[(*n)++], e->d_name, len + 1);
+    }
     closedir(d);
     qsort(names + start, (size_t)(*n - start), sizeof *names, by_epoch_desc);
     return CT_OK;
