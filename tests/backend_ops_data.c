@@ -34,8 +34,7 @@ static void run_gather(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
                        ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
-    variant_shape(v, r, &s, &l);
-    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    ct_tensor *x = variant_input(c->range, dt, v, r, dev, &s, &l);
     int dim = s.ndim ? (int)bo_int(r, 0, s.ndim) : 0;
     ct_shape is = s;
     int64_t n = 1;
@@ -106,8 +105,7 @@ static void run_transfer(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_dev
                          ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
-    variant_shape(v, r, &s, &l);
-    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    ct_tensor *x = variant_input(c->range, dt, v, r, dev, &s, &l);
     describe(desc, dn, "x", s, l);
     out[0] = ct_to_device(ct_to_device(x, other_device(dev)), dev);
 }

@@ -29,8 +29,7 @@ static void run_unary(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device
                       ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
-    variant_shape(v, r, &s, &l);
-    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    ct_tensor *x = variant_input(c->range, dt, v, r, dev, &s, &l);
     describe(desc, dn, "x", s, l);
     if (c->op == CT_UN_CLAMP) {
         static const double bounds[][2] = {{-1, 1}, {NAN, 0.5}, {-0.5, NAN}, {2, -2}};
@@ -95,8 +94,7 @@ static void run_scalar(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
     static const double scalars[] = {2.0, 0.5, -1.5, 3.0, 0.0, 1.0, -1.0};
     ct_shape s;
     bo_layout l;
-    variant_shape(v, r, &s, &l);
-    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    ct_tensor *x = variant_input(c->range, dt, v, r, dev, &s, &l);
     double k = scalars[v % 7];
     describe(desc, dn, "x", s, l);
     snprintf(desc + strlen(desc), dn - strlen(desc), ", scalar %g", k);

@@ -42,8 +42,7 @@ static void run_reduce(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
                        ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
-    variant_shape(v, r, &s, &l);
-    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    ct_tensor *x = variant_input(c->range, dt, v, r, dev, &s, &l);
     int dims[CT_MAX_DIMS], nd = pick_dims(s.ndim, r, dims);
     if (v == 8) nd = 1, dims[0] = 1; /* the long rows: one work-group per row */
     if (v == 9) nd = 1, dims[0] = 0; /* strided columns of 300 */
@@ -78,8 +77,7 @@ static void run_reduce_dim(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_d
                            ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
-    variant_shape(v, r, &s, &l);
-    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    ct_tensor *x = variant_input(c->range, dt, v, r, dev, &s, &l);
     int dim = s.ndim ? (int)bo_int(r, -s.ndim, s.ndim) : 0;
     if (v == 8 || v == BO_LARGE_VARIANT) dim = 1;
     bool keepdim = bo_int(r, 0, 2);
@@ -108,8 +106,7 @@ static void run_softmax(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devi
                         ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
-    variant_shape(v, r, &s, &l);
-    ct_tensor *x = bo_input(r, s, dt, vrange(c->range, v), l, dev);
+    ct_tensor *x = variant_input(c->range, dt, v, r, dev, &s, &l);
     int dim = s.ndim ? (int)bo_int(r, -s.ndim, s.ndim) : 0;
     if (v == 8 || v == BO_LARGE_VARIANT) dim = -1; /* long rows: one work-group per row */
     describe(desc, dn, "x", s, l);

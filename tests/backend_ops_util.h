@@ -302,6 +302,14 @@ static inline bo_range vrange(bo_range r, int v) {
     return v % 2 == 1 && v != 9 ? r : (bo_range)(r | BO_NO_SPECIALS);
 }
 
+/* Variant v's shape and layout (into *s, *l) and an input x of them, drawn
+ * in that order from r: the opening of most rows. */
+static inline ct_tensor *variant_input(bo_range range, ct_dtype dt, int v, bo_rng *r, ct_device dev, ct_shape *s,
+                                       bo_layout *l) {
+    variant_shape(v, r, s, l);
+    return bo_input(r, *s, dt, vrange(range, v), *l, dev);
+}
+
 static inline void describe(char *desc, size_t n, const char *what, ct_shape s, bo_layout l) {
     char sh[96];
     size_t k = strlen(desc);

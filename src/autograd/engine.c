@@ -277,8 +277,7 @@ static ct_status run_node(ct_node *n, node_list *ready) {
 ct_status ct_backward_ex(const ct_tensor *root, const ct_tensor *gradient, bool retain_graph) {
     /* a NULL root is usually the result of a failed op: report its error
      * (out of memory, say), not the NULL it left behind */
-    if (!root && ct_last_status() != CT_OK) return ct_last_status();
-    CT_CHECK_STATUS(root != NULL, CT_ERR_INVALID_ARG, "backward: NULL tensor");
+    if (!root) return ct_error_pending_or(CT_ERR_INVALID_ARG, "backward: NULL tensor");
     CT_CHECK_STATUS(root->requires_grad, CT_ERR_STATE,
                     "element 0 of tensors does not require grad and does not have a grad_fn");
     ct_tensor *g;

@@ -66,8 +66,7 @@ static ct_status evaluate(ct_gradcheck_fn fn, ct_tensor *const *inputs, int n, v
     ct_clear_error(); /* fn's own error, not a stale one, if it fails */
     ct_tensor *out = fn(inputs, n, user);
     if (!out)
-        st = ct_last_status() ? ct_last_status()
-                              : ct_error_set(CT_ERR_INVALID_ARG, "gradcheck: fn returned NULL without setting an error");
+        st = ct_error_pending_or(CT_ERR_INVALID_ARG, "gradcheck: fn returned NULL without setting an error");
     else if (ct_shape_numel(out->shape, out->ndim) != n_out)
         st = ct_error_set(CT_ERR_SHAPE, "gradcheck: fn's output changed size between calls");
     else st = ct_copy_to_host(out, out_vals, CT_FLOAT64, n_out);
@@ -201,8 +200,7 @@ static ct_status check_all(ct_gradcheck_fn fn, ct_tensor *const *inputs, int n, 
     if (st == CT_OK) ct_clear_error();
     ct_tensor *out = st == CT_OK ? fn(inputs, n, user) : NULL;
     if (st == CT_OK && !out)
-        st = ct_last_status() ? ct_last_status()
-                              : ct_error_set(CT_ERR_INVALID_ARG, "gradcheck: fn returned NULL without setting an error");
+        st = ct_error_pending_or(CT_ERR_INVALID_ARG, "gradcheck: fn returned NULL without setting an error");
     if (st == CT_OK) st = proj_init(&p, ct_shape_numel(out->shape, out->ndim));
     for (int i = 0; i < n && st == CT_OK; i++) {
         numel[i] = ct_shape_numel(inputs[i]->shape, inputs[i]->ndim);

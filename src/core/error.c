@@ -58,9 +58,17 @@ ct_status ct_set_error(ct_status code, const char *fmt, ...) {
     return ct_error_set(code, "%s", msg);
 }
 
-ct_status ct_error_null_input(const char *op) {
+ct_status ct_error_pending_or(ct_status code, const char *fmt, ...) {
     if (tl_status != CT_OK) return tl_status;
-    return ct_error_set(CT_ERR_INVALID_ARG, "%s: a tensor argument is NULL", op);
+    va_list ap;
+    va_start(ap, fmt);
+    error_vset(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+ct_status ct_error_null_input(const char *op) {
+    return ct_error_pending_or(CT_ERR_INVALID_ARG, "%s: a tensor argument is NULL", op);
 }
 
 ct_status ct_last_status(void) { return tl_status; }

@@ -23,6 +23,11 @@
 /* Record an error; returns code so callers can `return ct_error_set(…)`. */
 ct_status ct_error_set(ct_status code, const char *fmt, ...) CT_PRINTF(2, 3);
 
+/* The error already recorded on this thread, if any (a NULL argument is
+ * usually the result of a call that failed, and that failure is the one to
+ * report); else records code with the message and returns code. */
+ct_status ct_error_pending_or(ct_status code, const char *fmt, ...) CT_PRINTF(2, 3);
+
 /* A NULL tensor (or object) argument. It is usually the result of a call
  * that failed, whose error must stay so that ct_relu(ct_add(a, b)) reports
  * add's failure (ctorch/status.h); with no error recorded on the thread it

@@ -74,7 +74,7 @@ static ct_status add_tensor(ct_module *m, named_tensor **arr, int *n, int *cap, 
                             ct_tensor *t) {
     if (!m || !t) {
         ct_decref(t);
-        return ct_last_status() ? ct_last_status() : ct_error_set(CT_ERR_INVALID_ARG, "%s: NULL argument", op);
+        return ct_error_pending_or(CT_ERR_INVALID_ARG, "%s: NULL argument", op);
     }
     if (!valid_name(op, name) || (name_taken(m, name) && ct_error_set(CT_ERR_INVALID_ARG,
                                                                       "%s: attribute '%s' already exists", op, name))) {
@@ -111,7 +111,7 @@ static ct_tensor *adopt(ct_tensor *t) {
 /* A NULL module still takes the reference, as a failed registration does. */
 static ct_status null_module(const char *op, ct_tensor *t) {
     ct_release(t);
-    return ct_last_status() ? ct_last_status() : ct_error_set(CT_ERR_INVALID_ARG, "%s: NULL module", op);
+    return ct_error_pending_or(CT_ERR_INVALID_ARG, "%s: NULL module", op);
 }
 
 ct_status ct_module_add_parameter(ct_module *m, const char *name, ct_tensor *t) {
@@ -133,7 +133,7 @@ ct_status ct_module_add_buffer(ct_module *m, const char *name, ct_tensor *t) {
 ct_status ct_module_add_child(ct_module *m, const char *name, ct_module *child) {
     if (!m || !child) {
         ct_module_free(child);
-        return ct_last_status() ? ct_last_status() : ct_error_set(CT_ERR_INVALID_ARG, "add_module: NULL argument");
+        return ct_error_pending_or(CT_ERR_INVALID_ARG, "add_module: NULL argument");
     }
     if (!valid_name("add_module", name) ||
         (name_taken(m, name) && ct_error_set(CT_ERR_INVALID_ARG, "add_module: attribute '%s' already exists", name))) {

@@ -34,8 +34,7 @@ bool cti_loss_check_reduction(const char *op, ct_reduction reduction) {
 }
 
 ct_status cti_loss_null_status(const char *op) {
-    ct_status s = ct_last_status();
-    return s != CT_OK ? s : ct_error_set(CT_ERR_INVALID_ARG, "%s: a required tensor is NULL", op);
+    return ct_error_pending_or(CT_ERR_INVALID_ARG, "%s: a required tensor is NULL", op);
 }
 
 ct_dtype cti_loss_acc_dtype(ct_dtype dt) { return dt == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32; }
