@@ -4,7 +4,7 @@
 # Usage: tools/deps.sh [extra-package ...]
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build pkg-config libopenblas-dev zlib1g-dev
+packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev zlib1g-dev
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev clinfo
           dataset-fashion-mnist "$@")
 

@@ -353,6 +353,10 @@ static int setup(run *r) {
         fprintf(stderr, "ctorch-train: --device %s: %s\n", r->cfg.device, ct_last_error());
         return TRAIN_EXIT_USAGE;
     }
+    /* Before the data set loads: under a tight `ulimit -v` the load itself
+     * would fail first, with a message that does not say why. */
+    int rc = check_memory_headroom(r->dev.type == CT_DEVICE_CPU, max_compute_threads(r), r->cfg.workers);
+    if (rc >= 0) return rc;
     ct_status s = setup_data(&r->cfg, &r->data);
     if (s != CT_OK) {
         fprintf(stderr, "ctorch-train: cannot load %s: %s\n", r->cfg.dataset, ct_last_error());
@@ -361,8 +365,6 @@ static int setup(run *r) {
         return s == CT_ERR_OOM ? TRAIN_EXIT_OOM : TRAIN_EXIT_DATA;
     }
     r->st.train_samples = ct_dataset_len(r->data.train);
-    int rc = check_memory_headroom(r->dev.type == CT_DEVICE_CPU, max_compute_threads(r), r->cfg.workers);
-    if (rc >= 0) return rc;
     if (r->cfg.ckpt_dir[0]) {
         /* fail now, not after an epoch of training, when checkpoints cannot be written */
         if (checkpoint_check_writable(r->cfg.ckpt_dir) != CT_OK || checkpoint_recover(r->cfg.ckpt_dir) != CT_OK)

@@ -41,6 +41,7 @@
 
 #include "../../core/error.h"
 #include "cpu_conv.h"
+#include "cpu_gemm.h"
 #include "cpu_internal.h"
 
 /* Weight-gradient partial sums: at most this many blocks of images, and
@@ -339,7 +340,7 @@ static conv_dims dims_of(const ct_conv2d_geom *g, int64_t o, int64_t groups) {
         return CT_OK;                                                                          \
     }
 
-CT_DEFINE_CONV_FUSED(float, f32, cblas_sgemm)
+CT_DEFINE_CONV_FUSED(float, f32, ct_cpu_cblas_sgemm)
 CT_DEFINE_CONV_FUSED(double, f64, cblas_dgemm)
 
 /* ---- entry points -------------------------------------------------------------------- */

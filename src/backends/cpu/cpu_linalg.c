@@ -1,7 +1,8 @@
 /*
  * cpu_linalg.c — batched matrix multiply for the CPU backend.
  *
- * float32/float64 products go to OpenBLAS (sgemm/dgemm). BLAS reads a
+ * float32 products go to the GEMM engine chosen for this CPU (cpu_gemm.c:
+ * oneDNN or OpenBLAS), float64 ones to OpenBLAS (dgemm). BLAS reads a
  * row-major matrix either as stored (strides (ld, 1)) or transposed (strides
  * (1, ld)), so any operand whose strides fit one of those forms is passed
  * without a copy; only other layouts are packed into a temporary buffer.
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "../../core/error.h"
+#include "cpu_gemm.h"
 #include "cpu_internal.h"
 #include "cpu_linalg.h"
 
@@ -197,7 +199,7 @@ static bool worth_threading(int64_t work) { return work >= 4 * (int64_t)CT_CPU_G
         return st;                                                                                 \
     }
 
-CT_DEFINE_FLOAT_MATMUL(float, f32, cblas_sgemm, cblas_sgemv)
+CT_DEFINE_FLOAT_MATMUL(float, f32, ct_cpu_cblas_sgemm, ct_cpu_cblas_sgemv)
 CT_DEFINE_FLOAT_MATMUL(double, f64, cblas_dgemm, cblas_dgemv)
 
 /* ---- float16 / bfloat16: widen, multiply in float32, round once ------------------- */

@@ -1,0 +1,107 @@
+/*
+ * cpu_gemm.c — the float32 GEMM engine of the CPU backend, chosen once per
+ * process by what the CPU can do (docs/performance.md has the measurements).
+ *
+ * Two engines can sit behind ct_cpu_sgemm:
+ * - oneDNN (when the build found it): its JIT GEMM picks AVX2, AVX-512 or
+ *   AMX kernels from CPUID by itself, and it runs on OpenMP, the same
+ *   thread pool as the rest of ctorch. It is used on x86-64 CPUs with AVX2
+ *   and FMA, where its kernels are JIT-compiled for the machine.
+ * - OpenBLAS: everywhere else (other architectures, old x86 CPUs, builds
+ *   without oneDNN). Debian's OpenBLAS 0.3.21 picks its kernels by CPUID
+ *   too, but does not know some newer CPUs (Sapphire Rapids reads as the
+ *   2004 "Prescott" core, five times slower), and its own thread pool
+ *   spins against OpenMP's on a small machine.
+ * The choice needs no environment variable; it does not change between
+ * calls, so a product gives the same bits every time in one process.
+ */
+#include <cblas.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#ifdef CTORCH_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+#include "cpu_gemm.h"
+
+extern char *openblas_get_corename(void);
+
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static bool use_onednn;
+static char engine_name[96];
+
+static bool cpu_has_avx2_fma(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+static const char *x86_level(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f")) return "avx512";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+#endif
+    return "generic";
+}
+
+static void choose_engine(void) {
+#ifdef CTORCH_HAVE_DNNL
+    use_onednn = cpu_has_avx2_fma();
+    if (use_onednn) {
+        const dnnl_version_t *v = dnnl_version();
+        snprintf(engine_name, sizeof engine_name, "oneDNN %d.%d.%d (%s)", v->major, v->minor,
+                 v->patch, x86_level());
+        return;
+    }
+#endif
+    snprintf(engine_name, sizeof engine_name, "OpenBLAS (%s)", openblas_get_corename());
+}
+
+static bool onednn_engine(void) {
+    pthread_once(&engine_once, choose_engine);
+    return use_onednn;
+}
+
+const char *ct_cpu_gemm_engine(void) {
+    pthread_once(&engine_once, choose_engine);
+    return engine_name;
+}
+
+bool ct_cpu_gemm_shares_openmp(void) { return onednn_engine(); }
+
+void ct_cpu_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                  int64_t ldc) {
+#ifdef CTORCH_HAVE_DNNL
+    if (onednn_engine()) {
+        /* Arguments were checked by the callers (shapes and leading
+         * dimensions consistent), so oneDNN cannot refuse them. */
+        (void)dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                         beta, c, ldc);
+        return;
+    }
+#endif
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha, a,
+                (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+void ct_cpu_sgemv(bool trans, int64_t rows, int64_t cols, const float *a, int64_t lda,
+                  const float *x, int64_t incx, float *y) {
+#ifdef CTORCH_HAVE_DNNL
+    if (onednn_engine()) {
+        /* x as a one-column matrix whose rows are incx apart; oneDNN's GEMM
+         * takes its matrix-vector path for a single column. */
+        const int64_t out = trans ? cols : rows, inner = trans ? rows : cols;
+        (void)dnnl_sgemm(trans ? 'T' : 'N', 'N', out, 1, inner, 1.0f, a, lda, x, incx, 0.0f, y,
+                         1);
+        return;
+    }
+#endif
+    cblas_sgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, (blasint)rows, (blasint)cols,
+                1.0f, a, (blasint)lda, x, (blasint)incx, 0.0f, y, 1);
+}
