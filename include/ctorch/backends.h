@@ -19,6 +19,10 @@
  *   torch.use_deterministic_algorithms            ct_use_deterministic_algorithms         false
  *   torch.backends.cudnn.version()                ct_backends_cudnn_version               -
  *   torch.backends.cudnn.is_available()           ct_backends_cudnn_is_available          -
+ *   torch.backends.mkldnn.enabled                 ct_backends_mkldnn_set_enabled          true
+ *   torch.backends.mkldnn.is_available()          ct_backends_mkldnn_is_available         -
+ *   torch.backends.cpu.get_cpu_capability()       ct_backends_cpu_get_cpu_capability      -
+ *   (ctorch only)                                 ct_backends_cpu_gemm_engine             -
  *
  * What they change (CUDA backend):
  *  - matmul allow_tf32: float32 GEMMs (matmul, mm, bmm, linear and the
@@ -99,6 +103,23 @@ CT_API bool ct_backends_cudnn_is_available(void);
 /* cuBLAS's version as major*10000 + minor*100 + patch (e.g. 130100), or 0
  * when this build has no CUDA backend or libcublas cannot be loaded. */
 CT_API int ct_backends_cublas_version(void);
+
+/* torch.backends.mkldnn.enabled (default true): the CPU backend runs
+ * float32 convolutions through oneDNN where it is the engine for this CPU
+ * (docs/performance.md); false: ctorch's own im2col kernels. Deterministic
+ * algorithms also select ctorch's kernels, whose sums do not depend on the
+ * thread count. */
+CT_API void ct_backends_mkldnn_set_enabled(bool enabled);
+CT_API bool ct_backends_mkldnn_get_enabled(void);
+/* torch.backends.mkldnn.is_available(): this build has oneDNN and the CPU
+ * is one it JIT-compiles for (x86-64 with AVX2 and FMA). */
+CT_API bool ct_backends_mkldnn_is_available(void);
+/* torch.backends.cpu.get_cpu_capability(): "AVX512", "AVX2" or "DEFAULT",
+ * the widest vector level this CPU offers the CPU kernels. */
+CT_API const char *ct_backends_cpu_get_cpu_capability(void);
+/* The library running float32 GEMM on the CPU in this process, with its
+ * version and the level it runs at: "oneDNN 2.6.3 (avx2)", "OpenBLAS (Zen)". */
+CT_API const char *ct_backends_cpu_gemm_engine(void);
 
 #ifdef __cplusplus
 }

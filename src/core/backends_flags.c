@@ -28,6 +28,7 @@ static atomic_bool g_cudnn_benchmark = false;
 static atomic_bool g_cudnn_deterministic = false;
 static atomic_bool g_cudnn_enabled = true;
 static atomic_bool g_deterministic_algorithms = false;
+static atomic_bool g_mkldnn_enabled = true;
 
 void ct_backends_cuda_matmul_set_allow_tf32(bool allow) {
     atomic_store(&g_matmul_precision, allow ? PRECISION_HIGH : PRECISION_HIGHEST);
@@ -84,6 +85,9 @@ int ct_backends_cudnn_version(void) {
 }
 
 bool ct_backends_cudnn_is_available(void) { return ct_backends_cudnn_version() > 0; }
+
+void ct_backends_mkldnn_set_enabled(bool enabled) { atomic_store(&g_mkldnn_enabled, enabled); }
+bool ct_backends_mkldnn_get_enabled(void) { return atomic_load(&g_mkldnn_enabled); }
 
 int ct_backends_cublas_version(void) {
 #ifdef CTORCH_HAVE_CUDA

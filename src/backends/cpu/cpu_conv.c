@@ -21,6 +21,7 @@
 #include "../../core/backend_conv.h"
 #include "../../core/error.h"
 #include "cpu_conv.h"
+#include "cpu_dnnl.h"
 #include "cpu_internal.h"
 
 ct_conv_tap *ct_cpu_conv_taps(const ct_conv2d_geom *g) {
@@ -153,6 +154,26 @@ static ct_status cpu_col2im(const ct_kview *im, const ct_kview *cols, const ct_c
     return CT_OK;
 }
 
+/* ---- whole convolutions: oneDNN first, then the im2col kernels --------------------------- */
+
+static ct_status conv_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
+                              const ct_conv2d_geom *g, int64_t groups) {
+    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_FORWARD, y, x, w, g, groups);
+    return st != CT_ERR_UNSUPPORTED ? st : ct_cpu_conv2d_forward(y, x, w, g, groups);
+}
+
+static ct_status conv_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
+                                     const ct_conv2d_geom *g, int64_t groups) {
+    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_INPUT, dx, dy, w, g, groups);
+    return st != CT_ERR_UNSUPPORTED ? st : ct_cpu_conv2d_backward_input(dx, dy, w, g, groups);
+}
+
+static ct_status conv_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
+                                      const ct_conv2d_geom *g, int64_t groups) {
+    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_WEIGHT, dw, dy, x, g, groups);
+    return st != CT_ERR_UNSUPPORTED ? st : ct_cpu_conv2d_backward_weight(dw, dy, x, g, groups);
+}
+
 /* 1 MiB of float32: the column matrix of a chunk stays in L2 between
  * im2col and the GEMM that reads it. Measured on the W4 and ResNet-18
  * layer shapes, 2^18 to 2^19 elements run up to twice as fast as one
@@ -161,7 +182,7 @@ const struct ct_backend_conv ct_cpu_conv_ops = {
     .cols_budget = (int64_t)1 << 18,
     .im2col = cpu_im2col,
     .col2im = cpu_col2im,
-    .conv2d_forward = ct_cpu_conv2d_forward,
-    .conv2d_backward_input = ct_cpu_conv2d_backward_input,
-    .conv2d_backward_weight = ct_cpu_conv2d_backward_weight,
+    .conv2d_forward = conv_forward,
+    .conv2d_backward_input = conv_backward_input,
+    .conv2d_backward_weight = conv_backward_weight,
 };

@@ -18,12 +18,14 @@
 #include <cblas.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef CTORCH_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
 #include "cpu_gemm.h"
+#include "ctorch/backends.h"
 
 extern char *openblas_get_corename(void);
 
@@ -42,6 +44,7 @@ static bool cpu_has_avx2_fma(void) {
 
 static const char *x86_level(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return "avx512";
     if (__builtin_cpu_supports("avx2")) return "avx2";
 #endif
@@ -69,6 +72,15 @@ static bool onednn_engine(void) {
 const char *ct_cpu_gemm_engine(void) {
     pthread_once(&engine_once, choose_engine);
     return engine_name;
+}
+
+const char *ct_backends_cpu_gemm_engine(void) { return ct_cpu_gemm_engine(); }
+
+bool ct_backends_mkldnn_is_available(void) { return onednn_engine(); }
+
+const char *ct_backends_cpu_get_cpu_capability(void) {
+    const char *level = x86_level();
+    return strcmp(level, "avx512") == 0 ? "AVX512" : strcmp(level, "avx2") == 0 ? "AVX2" : "DEFAULT";
 }
 
 bool ct_cpu_gemm_shares_openmp(void) { return onednn_engine(); }

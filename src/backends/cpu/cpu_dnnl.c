@@ -1,0 +1,390 @@
+/*
+ * cpu_dnnl.c — float32 convolutions on the CPU through oneDNN: forward,
+ * input gradient and weight gradient (the backend's conv2d_* entries try
+ * these first; cpu_conv.c). Why: oneDNN's JIT convolutions run in the
+ * blocked layouts the vector units want (nChw8c on AVX2, nChw16c on
+ * AVX-512, NHWC with AMX) and reach 1.5–3× the im2col + GEMM path on the
+ * layers CNNs have (docs/performance.md has the figures).
+ *
+ * ctorch tensors stay NCHW: each call reorders its operands into the layout
+ * oneDNN chose for that shape and the result back, which costs a few
+ * percent of the convolution (the layouts are memory-bound copies) and
+ * keeps every other op, view and the autograd engine unchanged.
+ *
+ * A plan — the convolution primitive for one shape and direction, the
+ * layouts it chose and the reorders in and out — is built once (oneDNN
+ * JIT-compiles kernels, 3–30 ms) and kept in a small cache; plans are
+ * reference-counted so that one being evicted is destroyed only after the
+ * calls running it return. Scratch buffers belong to each call (oneDNN's
+ * "user" scratchpad mode), so two threads may run one plan at once.
+ *
+ * Declining (CT_ERR_UNSUPPORTED, no error set) hands the call to the
+ * im2col path (cpu_conv_fused.c): oneDNN absent or not the engine for this
+ * CPU (cpu_gemm.c) or switched off (ct_backends_mkldnn_set_enabled), dtypes
+ * other than float32, layers with few channels, geometries oneDNN cannot
+ * express (an output size that would need negative right padding), and
+ * deterministic algorithms switched on — oneDNN's weight gradient sums
+ * per-thread partials, so its bits may change with the thread count, while
+ * the im2col path sums in an order fixed by the shapes.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/error.h"
+#include "cpu_conv.h"
+#include "cpu_dnnl.h"
+#include "cpu_gemm.h"
+#include "cpu_internal.h"
+#include "ctorch/backends.h"
+
+#ifndef CTORCH_HAVE_DNNL
+
+int64_t ct_cpu_dnnl_conv_runs(void) { return 0; }
+
+ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
+                             const ct_kview *in1, const ct_conv2d_geom *g, int64_t groups) {
+    (void)dir, (void)out, (void)in0, (void)in1, (void)g, (void)groups;
+    return CT_ERR_UNSUPPORTED;
+}
+
+#else
+
+#include <oneapi/dnnl/dnnl.h>
+
+/* Channels per group below which the im2col kernels win: oneDNN's blocked
+ * kernels pad channels to the vector width, and its kernels for a
+ * 1- or 3-channel input ran at 7–20 GFLOP/s where im2col ran at 65–95
+ * (bench/bench_conv, the W4 and ResNet-18 stems). */
+#define CT_DNNL_MIN_CHANNELS 16
+
+/* Plans kept at once: a ResNet-18 training step uses about 30. */
+#define CT_DNNL_PLANS 64
+
+typedef struct conv_key {
+    int64_t dir, n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+} conv_key;
+
+/* Operands in argument order: two inputs, then the output. */
+enum { OP_IN0, OP_IN1, OP_OUT, OP_COUNT };
+
+typedef struct conv_plan {
+    conv_key key;
+    int refs;             /* callers running it, plus one while cached */
+    dnnl_primitive_t conv;
+    int arg[OP_COUNT];    /* DNNL_ARG_* of each operand */
+    dnnl_memory_desc_t user_md[OP_COUNT], inner_md[OP_COUNT], scratch_md;
+    dnnl_primitive_t reorder[OP_COUNT]; /* user→inner for inputs, inner→user for the output; NULL: same layout */
+} conv_plan;
+
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+static atomic_llong runs;
+static dnnl_engine_t engine;
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+static conv_plan *plans[CT_DNNL_PLANS];
+static int next_victim;
+
+static void create_engine(void) {
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+static void plan_destroy(conv_plan *p) {
+    if (!p) return;
+    dnnl_primitive_destroy(p->conv);
+    for (int i = 0; i < OP_COUNT; i++) dnnl_primitive_destroy(p->reorder[i]);
+    free(p);
+}
+
+static void plan_release(conv_plan *p) {
+    pthread_mutex_lock(&plans_lock);
+    bool last = --p->refs == 0;
+    pthread_mutex_unlock(&plans_lock);
+    if (last) plan_destroy(p);
+}
+
+/* ---- building a plan ------------------------------------------------------------------ */
+
+static bool md_of(dnnl_memory_desc_t *md, int nd, const dnnl_dims_t dims, dnnl_format_tag_t tag) {
+    return dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_f32, tag) == dnnl_success;
+}
+
+/* The reorder from `from` to `to`, or NULL (in *r) when they are the same layout. */
+static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                         dnnl_primitive_t *r) {
+    *r = NULL;
+    if (dnnl_memory_desc_equal(from, to)) return true;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL) != dnnl_success)
+        return false;
+    bool ok = dnnl_primitive_create(r, pd) == dnnl_success;
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* The three descriptors of one direction, user layouts (NCHW, OIHW or
+ * GOIHW) in user[], "any" (oneDNN chooses) in any[], in the order of the
+ * descriptors' init functions: src, weights, dst. */
+typedef struct conv_mds {
+    dnnl_memory_desc_t user_src, user_wei, user_dst, any_src, any_wei, any_dst;
+    dnnl_dims_t strides, dilates, pad_l, pad_r;
+} conv_mds;
+
+static bool describe(const conv_key *k, conv_mds *m) {
+    const dnnl_dims_t src = {k->n, k->c, k->h, k->w}, dst = {k->n, k->o, k->oh, k->ow};
+    const dnnl_dims_t wei_g = {k->groups, k->o / k->groups, k->c / k->groups, k->kh, k->kw};
+    const dnnl_dims_t wei = {k->o, k->c / k->groups, k->kh, k->kw};
+    const bool grouped = k->groups > 1;
+    m->strides[0] = k->sh, m->strides[1] = k->sw;
+    m->dilates[0] = k->dh - 1, m->dilates[1] = k->dw - 1;
+    m->pad_l[0] = k->ph, m->pad_l[1] = k->pw;
+    /* PyTorch rounds the output size down; oneDNN wants the right padding
+     * that makes the sizes agree exactly. */
+    m->pad_r[0] = (k->oh - 1) * k->sh + (k->kh - 1) * k->dh + 1 - k->h - k->ph;
+    m->pad_r[1] = (k->ow - 1) * k->sw + (k->kw - 1) * k->dw + 1 - k->w - k->pw;
+    if (m->pad_r[0] < 0 || m->pad_r[1] < 0) return false;
+    return md_of(&m->user_src, 4, src, dnnl_nchw) && md_of(&m->user_dst, 4, dst, dnnl_nchw) &&
+           (grouped ? md_of(&m->user_wei, 5, wei_g, dnnl_goihw) : md_of(&m->user_wei, 4, wei, dnnl_oihw)) &&
+           md_of(&m->any_src, 4, src, dnnl_format_tag_any) && md_of(&m->any_dst, 4, dst, dnnl_format_tag_any) &&
+           (grouped ? md_of(&m->any_wei, 5, wei_g, dnnl_format_tag_any)
+                    : md_of(&m->any_wei, 4, wei, dnnl_format_tag_any));
+}
+
+/* The forward primitive descriptor: the plan itself for a forward call,
+ * the hint oneDNN needs to build either backward one. */
+static dnnl_primitive_desc_t forward_pd(conv_mds *m, const_dnnl_primitive_attr_t attr) {
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct,
+                                                   &m->any_src, &m->any_wei, NULL, &m->any_dst,
+                                                   m->strides, m->dilates, m->pad_l,
+                                                   m->pad_r) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) != dnnl_success)
+        return NULL;
+    return pd;
+}
+
+static dnnl_primitive_desc_t direction_pd(int dir, conv_mds *m, const_dnnl_primitive_attr_t attr,
+                                          const_dnnl_primitive_desc_t hint) {
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s;
+    if (dir == CT_CPU_CONV_BACKWARD_INPUT)
+        s = dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &m->any_src,
+                                                             &m->any_wei, &m->any_dst, m->strides,
+                                                             m->dilates, m->pad_l, m->pad_r);
+    else
+        s = dnnl_dilated_convolution_backward_weights_desc_init(
+            &cd, dnnl_convolution_direct, &m->any_src, &m->any_wei, NULL, &m->any_dst, m->strides,
+            m->dilates, m->pad_l, m->pad_r);
+    dnnl_primitive_desc_t pd = NULL;
+    if (s != dnnl_success || dnnl_primitive_desc_create(&pd, &cd, attr, engine, hint) != dnnl_success)
+        return NULL;
+    return pd;
+}
+
+/* Which layout each operand has in the user's call and inside oneDNN. */
+static void bind_operands(conv_plan *p, const conv_mds *m, const_dnnl_primitive_desc_t pd) {
+    const dnnl_memory_desc_t *user[OP_COUNT];
+    dnnl_query_t query[OP_COUNT];
+    switch (p->key.dir) {
+    case CT_CPU_CONV_FORWARD: /* in0 = x, in1 = w, out = y */
+        user[OP_IN0] = &m->user_src, user[OP_IN1] = &m->user_wei, user[OP_OUT] = &m->user_dst;
+        query[OP_IN0] = dnnl_query_src_md, query[OP_IN1] = dnnl_query_weights_md;
+        query[OP_OUT] = dnnl_query_dst_md;
+        p->arg[OP_IN0] = DNNL_ARG_SRC, p->arg[OP_IN1] = DNNL_ARG_WEIGHTS, p->arg[OP_OUT] = DNNL_ARG_DST;
+        break;
+    case CT_CPU_CONV_BACKWARD_INPUT: /* in0 = dy, in1 = w, out = dx */
+        user[OP_IN0] = &m->user_dst, user[OP_IN1] = &m->user_wei, user[OP_OUT] = &m->user_src;
+        query[OP_IN0] = dnnl_query_diff_dst_md, query[OP_IN1] = dnnl_query_weights_md;
+        query[OP_OUT] = dnnl_query_diff_src_md;
+        p->arg[OP_IN0] = DNNL_ARG_DIFF_DST, p->arg[OP_IN1] = DNNL_ARG_WEIGHTS;
+        p->arg[OP_OUT] = DNNL_ARG_DIFF_SRC;
+        break;
+    default: /* weight gradient: in0 = dy, in1 = x, out = dw */
+        user[OP_IN0] = &m->user_dst, user[OP_IN1] = &m->user_src, user[OP_OUT] = &m->user_wei;
+        query[OP_IN0] = dnnl_query_diff_dst_md, query[OP_IN1] = dnnl_query_src_md;
+        query[OP_OUT] = dnnl_query_diff_weights_md;
+        p->arg[OP_IN0] = DNNL_ARG_DIFF_DST, p->arg[OP_IN1] = DNNL_ARG_SRC;
+        p->arg[OP_OUT] = DNNL_ARG_DIFF_WEIGHTS;
+        break;
+    }
+    for (int i = 0; i < OP_COUNT; i++) {
+        p->user_md[i] = *user[i];
+        p->inner_md[i] = *dnnl_primitive_desc_query_md(pd, query[i], 0);
+    }
+    p->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+}
+
+static conv_plan *plan_build(const conv_key *k) {
+    conv_mds m;
+    if (!describe(k, &m)) return NULL;
+    conv_plan *p = calloc(1, sizeof *p);
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t fwd = NULL, pd = NULL;
+    bool ok = p && dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    if (ok) {
+        p->key = *k;
+        fwd = forward_pd(&m, attr);
+        pd = k->dir == CT_CPU_CONV_FORWARD ? fwd : fwd ? direction_pd((int)k->dir, &m, attr, fwd) : NULL;
+        ok = pd != NULL;
+    }
+    if (ok) {
+        bind_operands(p, &m, pd);
+        ok = dnnl_primitive_create(&p->conv, pd) == dnnl_success &&
+             make_reorder(&p->user_md[OP_IN0], &p->inner_md[OP_IN0], &p->reorder[OP_IN0]) &&
+             make_reorder(&p->user_md[OP_IN1], &p->inner_md[OP_IN1], &p->reorder[OP_IN1]) &&
+             make_reorder(&p->inner_md[OP_OUT], &p->user_md[OP_OUT], &p->reorder[OP_OUT]);
+    }
+    if (pd && pd != fwd) dnnl_primitive_desc_destroy(pd);
+    if (fwd) dnnl_primitive_desc_destroy(fwd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!ok) {
+        plan_destroy(p);
+        return NULL;
+    }
+    p->refs = 1;
+    return p;
+}
+
+/* The cached plan for `k` with a reference for the caller, building it on
+ * a miss; NULL when oneDNN cannot run this convolution. */
+static conv_plan *plan_acquire(const conv_key *k) {
+    pthread_mutex_lock(&plans_lock);
+    for (int i = 0; i < CT_DNNL_PLANS; i++)
+        if (plans[i] && memcmp(&plans[i]->key, k, sizeof *k) == 0) {
+            plans[i]->refs++;
+            pthread_mutex_unlock(&plans_lock);
+            return plans[i];
+        }
+    pthread_mutex_unlock(&plans_lock);
+    conv_plan *p = plan_build(k); /* outside the lock: JIT compilation takes milliseconds */
+    if (!p) return NULL;
+    conv_plan *evicted = NULL;
+    pthread_mutex_lock(&plans_lock);
+    int slot = -1;
+    for (int i = 0; i < CT_DNNL_PLANS && slot < 0; i++)
+        if (!plans[i]) slot = i;
+    if (slot < 0) {
+        slot = next_victim;
+        next_victim = (next_victim + 1) % CT_DNNL_PLANS;
+        evicted = plans[slot];
+        if (--evicted->refs > 0) evicted = NULL; /* its last caller destroys it */
+    }
+    plans[slot] = p;
+    p->refs++; /* the cache's reference plus the caller's */
+    pthread_mutex_unlock(&plans_lock);
+    plan_destroy(evicted);
+    return p;
+}
+
+/* ---- running a plan ------------------------------------------------------------------- */
+
+typedef struct call_buffers {
+    void *inner[OP_COUNT];
+    void *scratch;
+    dnnl_memory_t user_mem[OP_COUNT], inner_mem[OP_COUNT], scratch_mem;
+} call_buffers;
+
+static void *aligned_buffer(const dnnl_memory_desc_t *md) {
+    size_t n = dnnl_memory_desc_get_size(md);
+    return aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+}
+
+static void buffers_free(call_buffers *b) {
+    for (int i = 0; i < OP_COUNT; i++) {
+        dnnl_memory_destroy(b->user_mem[i]);
+        dnnl_memory_destroy(b->inner_mem[i]);
+        free(b->inner[i]);
+    }
+    dnnl_memory_destroy(b->scratch_mem);
+    free(b->scratch);
+}
+
+/* Memory objects for every operand: the user's tensor, and a buffer in
+ * oneDNN's layout where that differs. */
+static bool buffers_make(const conv_plan *p, void *const user[OP_COUNT], call_buffers *b) {
+    for (int i = 0; i < OP_COUNT; i++) {
+        if (dnnl_memory_create(&b->user_mem[i], &p->user_md[i], engine, user[i]) != dnnl_success)
+            return false;
+        if (!p->reorder[i]) continue;
+        b->inner[i] = aligned_buffer(&p->inner_md[i]);
+        if (!b->inner[i] ||
+            dnnl_memory_create(&b->inner_mem[i], &p->inner_md[i], engine, b->inner[i]) != dnnl_success)
+            return false;
+    }
+    if (dnnl_memory_desc_get_size(&p->scratch_md) > 0) {
+        b->scratch = aligned_buffer(&p->scratch_md);
+        if (!b->scratch ||
+            dnnl_memory_create(&b->scratch_mem, &p->scratch_md, engine, b->scratch) != dnnl_success)
+            return false;
+    }
+    return true;
+}
+
+static bool reorder_run(dnnl_stream_t s, dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return dnnl_primitive_execute(r, s, 2, args) == dnnl_success;
+}
+
+static ct_status plan_run(const conv_plan *p, void *const user[OP_COUNT]) {
+    call_buffers b;
+    memset(&b, 0, sizeof b);
+    dnnl_stream_t s = NULL;
+    bool ok = buffers_make(p, user, &b) &&
+              dnnl_stream_create(&s, engine, dnnl_stream_default_flags) == dnnl_success;
+    if (!ok) {
+        buffers_free(&b);
+        return ct_error_set(CT_ERR_OOM, "conv2d: out of memory for oneDNN's working buffers");
+    }
+    dnnl_memory_t used[OP_COUNT];
+    for (int i = 0; i < OP_COUNT; i++) used[i] = p->reorder[i] ? b.inner_mem[i] : b.user_mem[i];
+    ok = (!p->reorder[OP_IN0] || reorder_run(s, p->reorder[OP_IN0], b.user_mem[OP_IN0], used[OP_IN0])) &&
+         (!p->reorder[OP_IN1] || reorder_run(s, p->reorder[OP_IN1], b.user_mem[OP_IN1], used[OP_IN1]));
+    if (ok) {
+        dnnl_exec_arg_t args[OP_COUNT + 1];
+        int nargs = 0;
+        for (int i = 0; i < OP_COUNT; i++) args[nargs++] = (dnnl_exec_arg_t){p->arg[i], used[i]};
+        if (b.scratch_mem) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, b.scratch_mem};
+        ok = dnnl_primitive_execute(p->conv, s, nargs, args) == dnnl_success;
+    }
+    if (ok && p->reorder[OP_OUT]) ok = reorder_run(s, p->reorder[OP_OUT], used[OP_OUT], b.user_mem[OP_OUT]);
+    if (ok) ok = dnnl_stream_wait(s) == dnnl_success;
+    dnnl_stream_destroy(s);
+    buffers_free(&b);
+    return ok ? CT_OK : ct_error_set(CT_ERR_BACKEND, "conv2d: oneDNN failed to run a convolution");
+}
+
+/* ---- entry -------------------------------------------------------------------------- */
+
+static bool worth_onednn(const ct_kview *v) {
+    if (v->dtype != CT_FLOAT32 || !ct_cpu_gemm_shares_openmp()) return false;
+    if (ct_are_deterministic_algorithms_enabled() || !ct_backends_mkldnn_get_enabled()) return false;
+    pthread_once(&dnnl_once, create_engine);
+    return engine != NULL;
+}
+
+ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
+                             const ct_kview *in1, const ct_conv2d_geom *g, int64_t groups) {
+    if (!worth_onednn(in0)) return CT_ERR_UNSUPPORTED;
+    const ct_kview *y = dir == CT_CPU_CONV_FORWARD ? out : in0;
+    const int64_t o = y->shape[1];
+    if (g->batch < 1 || g->channels % groups || o % groups) return CT_ERR_UNSUPPORTED;
+    if (g->channels / groups < CT_DNNL_MIN_CHANNELS || o / groups < CT_DNNL_MIN_CHANNELS)
+        return CT_ERR_UNSUPPORTED;
+    const conv_key k = {dir, g->batch, g->channels, g->in_size[0], g->in_size[1], o,
+                        g->out_size[0], g->out_size[1], g->kernel[0], g->kernel[1],
+                        g->stride[0], g->stride[1], g->padding[0], g->padding[1],
+                        g->dilation[0], g->dilation[1], groups};
+    conv_plan *p = plan_acquire(&k);
+    if (!p) return CT_ERR_UNSUPPORTED;
+    void *const user[OP_COUNT] = {ct_cpu_base(in0), ct_cpu_base(in1), ct_cpu_base(out)};
+    ct_status st = plan_run(p, user);
+    plan_release(p);
+    if (st == CT_OK) atomic_fetch_add(&runs, 1);
+    return st;
+}
+
+int64_t ct_cpu_dnnl_conv_runs(void) { return (int64_t)atomic_load(&runs); }
+
+#endif /* CTORCH_HAVE_DNNL */

@@ -1,0 +1,190 @@
+/*
+ * test_cpu_engine.c — the CPU's compute engines (cpu_gemm.c, cpu_dnnl.c):
+ * float32 products through the GEMM engine chosen for this CPU, in every
+ * layout the matmul front-end hands it (transposed views, one output row or
+ * column, strided vectors, long sums, broadcast batches), and float32
+ * convolutions with oneDNN on and off against float64 results, at the
+ * edges of the layout conversions (odd channel counts, batch 1, groups,
+ * stride, dilation, padding, a geometry oneDNN cannot express, a
+ * non-contiguous input). A white-box counter checks which path each
+ * convolution took, so a silent fallback cannot pass for oneDNN.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_dnnl.h"
+#include "ctorch/backends.h"
+#include "ctorch/functional_conv.h"
+#include "testutil.h"
+
+/* ---- GEMM ------------------------------------------------------------------------------ */
+
+/* a @ b in float32 against the same product of the same values in float64;
+ * values lie in [-1, 1), so an element's error is bounded by k roundings. */
+static void check_matmul(const char *what, ct_tensor *a32, ct_tensor *b32, int64_t k) {
+    CT_SCOPE {
+        ct_tensor *ref = ct_matmul(ct_to_dtype(a32, CT_FLOAT64), ct_to_dtype(b32, CT_FLOAT64));
+        ct_tensor *got = ct_matmul(a32, b32);
+        CT_EXPECT_MSG(ref && got, "%s: %s", what, ct_last_error());
+        if (ref && got) {
+            double *r = ct_test_values(ref);
+            int64_t n = ct_numel(ref);
+            if (!ct_test_close(__FILE__, __LINE__, what, got, r, n, 1e-5, 2e-7 * (double)k + 1e-6))
+                fprintf(stderr, "  (engine %s)\n", ct_backends_cpu_gemm_engine());
+            free(r);
+        }
+    }
+}
+
+static ct_tensor *rand32(ct_shape s) { return ct_test_random(s, CT_FLOAT32, -1, 1, NULL); }
+
+static void test_gemm_layouts(void) {
+    CT_SCOPE {
+        check_matmul("square 65", rand32(CT_SHAPE(65, 65)), rand32(CT_SHAPE(65, 65)), 65);
+        check_matmul("one output row", rand32(CT_SHAPE(1, 300)), rand32(CT_SHAPE(300, 70)), 300);
+        check_matmul("one output column", rand32(CT_SHAPE(70, 300)), rand32(CT_SHAPE(300, 1)), 300);
+        ct_tensor *b = rand32(CT_SHAPE(300, 5));
+        check_matmul("strided vector", rand32(CT_SHAPE(40, 300)), ct_select(b, 1, 3), 300);
+        check_matmul("row vector times transposed", ct_select(rand32(CT_SHAPE(300, 4)), 1, 2),
+                     ct_transpose(rand32(CT_SHAPE(50, 300)), 0, 1), 300);
+        check_matmul("transposed a", ct_transpose(rand32(CT_SHAPE(120, 33)), 0, 1),
+                     rand32(CT_SHAPE(120, 47)), 120);
+        check_matmul("transposed both", ct_transpose(rand32(CT_SHAPE(90, 33)), 0, 1),
+                     ct_transpose(rand32(CT_SHAPE(47, 90)), 0, 1), 90);
+        check_matmul("long sum (weight-gradient shape)", rand32(CT_SHAPE(16, 20000)),
+                     rand32(CT_SHAPE(20000, 24)), 20000);
+        check_matmul("batch with a broadcast operand", rand32(CT_SHAPE(6, 20, 130)),
+                     rand32(CT_SHAPE(130, 30)), 130);
+        check_matmul("batch of large products", rand32(CT_SHAPE(2, 200, 150)),
+                     rand32(CT_SHAPE(2, 150, 180)), 150);
+    }
+}
+
+static void test_engine_names(void) {
+    const char *engine = ct_backends_cpu_gemm_engine(), *cap = ct_backends_cpu_get_cpu_capability();
+    CT_EXPECT(engine && engine[0]);
+    CT_EXPECT(strcmp(cap, "AVX512") == 0 || strcmp(cap, "AVX2") == 0 || strcmp(cap, "DEFAULT") == 0);
+    /* oneDNN is the engine exactly when it is available, and only on AVX2 CPUs */
+    bool onednn = strncmp(engine, "oneDNN", 6) == 0;
+    CT_EXPECT_MSG(onednn == ct_backends_mkldnn_is_available(), "engine '%s'", engine);
+    if (onednn) CT_EXPECT_MSG(strcmp(cap, "DEFAULT") != 0, "oneDNN chosen on a %s CPU", cap);
+    CT_EXPECT(ct_backends_mkldnn_get_enabled());
+    printf("  GEMM engine: %s, CPU capability %s\n", engine, cap);
+}
+
+/* ---- convolutions ----------------------------------------------------------------------- */
+
+typedef struct engine_case {
+    const char *name;
+    int64_t n, c, h, w, o, k, stride, pad, dil, groups;
+    bool onednn;     /* oneDNN takes it when available and enabled */
+    bool noncontig;  /* the input is a non-contiguous view */
+} engine_case;
+
+static const engine_case CASES[] = {
+    {"16->16 8x8 k3 p1", 2, 16, 8, 8, 16, 3, 1, 1, 1, 1, true, false},
+    {"odd channels 17->33, batch 1, stride 2", 1, 17, 9, 7, 33, 3, 2, 1, 1, 1, true, false},
+    {"dilation 2, padding 2", 3, 32, 10, 10, 16, 3, 1, 2, 2, 1, true, false},
+    {"groups 2, 1x1", 2, 32, 6, 6, 32, 1, 1, 0, 1, 2, true, false},
+    {"groups 3, 48->48", 2, 48, 5, 5, 48, 3, 1, 1, 1, 3, true, false},
+    {"non-contiguous input", 2, 16, 7, 9, 24, 3, 1, 1, 1, 1, true, true},
+    {"needs negative right padding", 2, 16, 7, 7, 16, 2, 2, 0, 1, 1, false, false},
+    {"3 input channels (im2col wins)", 2, 3, 8, 8, 16, 3, 1, 1, 1, 1, false, false},
+};
+
+static int64_t out_size(const engine_case *e, int64_t in) {
+    return (in + 2 * e->pad - e->dil * (e->k - 1) - 1) / e->stride + 1;
+}
+
+/* The forward and both gradients of one case, in `dt`, from the same values. */
+static void conv_results(const engine_case *e, ct_dtype dt, const double *xv, const double *wv,
+                         const double *gyv, double **y, double **gx, double **gw) {
+    CT_SCOPE {
+        const ct_shape xs = CT_SHAPE(e->n, e->c, e->h, e->w);
+        ct_tensor *x = e->noncontig ? ct_test_noncontiguous(xv, xs, dt) : ct_test_tensor(xv, xs, dt);
+        ct_tensor *w = ct_test_tensor(wv, CT_SHAPE(e->o, e->c / e->groups, e->k, e->k), dt);
+        ct_set_requires_grad(x, true), ct_set_requires_grad(w, true);
+        ct_tensor *out = ct_conv2d(x, w, NULL, CT_PAIR(e->stride, e->stride), CT_PAIR(e->pad, e->pad),
+                                   CT_PAIR(e->dil, e->dil), e->groups);
+        CT_EXPECT_MSG(out != NULL, "%s: %s", e->name, ct_last_error());
+        ct_tensor *gy = out ? ct_test_tensor(gyv, ct_shape_of(out), dt) : NULL;
+        CT_EXPECT_MSG(gy && ct_backward_ex(out, gy, false) == CT_OK, "%s: %s", e->name, ct_last_error());
+        *y = out ? ct_test_values(out) : NULL;
+        *gx = out ? ct_test_values(ct_grad(x)) : NULL;
+        *gw = out ? ct_test_values(ct_grad(w)) : NULL;
+    }
+}
+
+static void compare(const engine_case *e, const char *what, const double *got, const double *ref,
+                    int64_t n, int64_t terms) {
+    ct_tensor *t = ct_test_tensor(got, CT_SHAPE(n), CT_FLOAT64);
+    char label[160];
+    snprintf(label, sizeof label, "%s: %s", e->name, what);
+    ct_test_close(__FILE__, __LINE__, label, t, ref, n, 1e-5, 2e-7 * (double)terms + 1e-6);
+    ct_release(t);
+}
+
+static void run_case(const engine_case *e) {
+    const int64_t oh = out_size(e, e->h), ow = out_size(e, e->w);
+    const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * (e->c / e->groups) * e->k * e->k;
+    const int64_t ny = e->n * e->o * oh * ow;
+    double *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw);
+    double *gyv = malloc(sizeof(double) * ny);
+    /* values float32 holds exactly, so both dtypes start from the same inputs */
+    ct_test_fill_uniform(xv, nx, -1, 1), ct_test_fill_uniform(wv, nw, -1, 1), ct_test_fill_uniform(gyv, ny, -1, 1);
+    for (int64_t i = 0; i < nx; i++) xv[i] = (float)xv[i];
+    for (int64_t i = 0; i < nw; i++) wv[i] = (float)wv[i];
+    for (int64_t i = 0; i < ny; i++) gyv[i] = (float)gyv[i];
+    double *ry, *rgx, *rgw;
+    conv_results(e, CT_FLOAT64, xv, wv, gyv, &ry, &rgx, &rgw);
+    const int64_t fwd_terms = (e->c / e->groups) * e->k * e->k;
+    const int64_t dx_terms = (e->o / e->groups) * e->k * e->k, dw_terms = e->n * oh * ow;
+    for (int on = 1; on >= 0; on--) {
+        ct_backends_mkldnn_set_enabled(on);
+        int64_t before = ct_cpu_dnnl_conv_runs();
+        double *y, *gx, *gw;
+        conv_results(e, CT_FLOAT32, xv, wv, gyv, &y, &gx, &gw);
+        int64_t expect_runs = on && e->onednn && ct_backends_mkldnn_is_available() ? 3 : 0;
+        CT_EXPECT_MSG(ct_cpu_dnnl_conv_runs() - before == expect_runs,
+                      "%s (oneDNN %s): %lld oneDNN runs, expected %lld", e->name, on ? "on" : "off",
+                      (long long)(ct_cpu_dnnl_conv_runs() - before), (long long)expect_runs);
+        if (y && ry) {
+            compare(e, on ? "y (oneDNN on)" : "y (oneDNN off)", y, ry, ny, fwd_terms);
+            compare(e, on ? "dx (oneDNN on)" : "dx (oneDNN off)", gx, rgx, nx, dx_terms);
+            compare(e, on ? "dw (oneDNN on)" : "dw (oneDNN off)", gw, rgw, nw, dw_terms);
+        }
+        free(y), free(gx), free(gw);
+    }
+    ct_backends_mkldnn_set_enabled(true);
+    free(ry), free(rgx), free(rgw), free(xv), free(wv), free(gyv);
+}
+
+static void test_conv_engines(void) {
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i]);
+}
+
+/* Deterministic algorithms keep convolutions on ctorch's own kernels, whose
+ * sums do not depend on the thread count. */
+static void test_deterministic_declines_onednn(void) {
+    ct_use_deterministic_algorithms(true);
+    int64_t before = ct_cpu_dnnl_conv_runs();
+    double *y, *gx, *gw;
+    const engine_case *e = &CASES[0];
+    const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * e->c * e->k * e->k, ny = e->n * e->o * 8 * 8;
+    double *xv = calloc((size_t)nx, sizeof(double)), *wv = calloc((size_t)nw, sizeof(double));
+    double *gyv = calloc((size_t)ny, sizeof(double));
+    conv_results(e, CT_FLOAT32, xv, wv, gyv, &y, &gx, &gw);
+    CT_EXPECT_INT_EQ(ct_cpu_dnnl_conv_runs() - before, 0);
+    ct_use_deterministic_algorithms(false);
+    free(y), free(gx), free(gw), free(xv), free(wv), free(gyv);
+}
+
+int main(int argc, char **argv) {
+    ct_test_init(argc, argv);
+    CT_RUN(test_engine_names);
+    CT_RUN(test_gemm_layouts);
+    CT_RUN(test_conv_engines);
+    CT_RUN(test_deterministic_declines_onednn);
+    return ct_test_finish();
+}
