@@ -39,7 +39,7 @@ for key in "ctorch version: [0-9]+\.[0-9]+\.[0-9]+" "^Build: ctorch " "^Build ty
     "^Backends compiled: .*cpu" "^CUDA available: (yes|no)$" "^OS: " "^Kernel: " "^libc: " "^CPU: " \
     "^CPU cores: [0-9]+ online" "^OpenMP threads: " "^Memory: " \
     "^  CUDA used to build ctorch: " "^  CUDA driver: " "^  cuBLAS: " "^  cuDNN: " "^  NCCL: " \
-    "^  OpenCL: " "^  BLAS: OpenBLAS" "^  oneDNN: " "^  CUDA_VISIBLE_DEVICES" "^Devices:$" \
+    "^  OpenCL: " "^  BLAS: OpenBLAS" "^  oneDNN: " "^  CPU engine: float32 GEMM on (oneDNN|OpenBLAS)" "^  CUDA_VISIBLE_DEVICES" "^Devices:$" \
     "^  INDEX +BACKEND +NAME +CAPABILITY"; do
     expect_line "$T" "$key" "text report"
 done
@@ -107,6 +107,12 @@ for lib in ("cuda_driver", "cublas", "cudnn", "nccl", "opencl", "onednn"):
     check(not l["found"] or l["path"], lib + " found without a path")
     check(l["found"] or l["detail"], lib + " not found without a reason")
 check(r["libraries"]["blas"]["name"] == "OpenBLAS", "blas is not OpenBLAS")
+e = r["libraries"]["cpu_engine"]
+check(e["cpu_capability"] in ("AVX512", "AVX2", "DEFAULT"), "cpu_capability %r" % e["cpu_capability"])
+check(e["gemm"].startswith("oneDNN" if e["mkldnn_available"] else "OpenBLAS"),
+      "GEMM engine %r disagrees with mkldnn_available %r" % (e["gemm"], e["mkldnn_available"]))
+check(not e["mkldnn_available"] or r["libraries"]["onednn"]["found"], "oneDNN runs but was not found")
+check(("CPU engine: float32 GEMM on %s;" % e["gemm"]) in text, "text and JSON GEMM engines differ")
 check(isinstance(r["cpu"]["online_cpus"], int) and r["cpu"]["online_cpus"] >= 1, "online_cpus")
 devs = r["devices"]
 check(len(devs) >= 1 and devs[0]["backend"] == "cpu" and devs[0]["device"] == "cpu", "first device is not cpu")

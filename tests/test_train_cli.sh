@@ -51,8 +51,8 @@ awk -v a="${acc:-0}" 'BEGIN { exit !(a > 0.5) }' && pass "learns: test accuracy 
     > "$tmp/p2.out" 2>&1 || fail "resumed half: $(cat "$tmp/p2.out")"
 grep -q "resumed from .*epoch-1 after epoch 1" "$tmp/p2.out" && pass "resume auto finds epoch-1" \
     || fail "resume message: $(cat "$tmp/p2.out")"
-# Everything but the throughput must be identical.
-strip() { sed 's/, "images_per_s": [0-9.]*//' "$1"; }
+# Everything but the throughput and the timings must be identical.
+strip() { sed 's/, "images_per_s": .*$//' "$1"; }
 if [ "$(strip "$tmp/full.jsonl")" = "$(strip "$tmp/part.jsonl")" ]; then
     pass "resume is exact (losses and accuracy bitwise equal)"
 else

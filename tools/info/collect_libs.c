@@ -135,7 +135,8 @@ static void probe_onednn(info_lib *lib) {
         snprintf(lib->version, sizeof lib->version, "%d.%d.%d", v->major, v->minor, v->patch);
         if (v->hash && strcmp(v->hash, "N/A") != 0)
             snprintf(lib->detail, sizeof lib->detail, "git %.40s; ", v->hash);
-        info_appendf(lib->detail, sizeof lib->detail, "not used by ctorch");
+        info_appendf(lib->detail, sizeof lib->detail, "%s",
+                     ct_backends_mkldnn_is_available() ? "runs the CPU GEMM and convolutions" : "not used by ctorch on this CPU");
     }
     info_record_path(lib, (void *)get);
 }
@@ -145,6 +146,9 @@ static void probe_openblas(info_libs *l) {
     info_trim(l->openblas_config);
     info_copy(l->openblas_core, sizeof l->openblas_core, openblas_get_corename());
     l->openblas_threads = openblas_get_num_threads();
+    info_copy(l->gemm_engine, sizeof l->gemm_engine, ct_backends_cpu_gemm_engine());
+    info_copy(l->cpu_capability, sizeof l->cpu_capability, ct_backends_cpu_get_cpu_capability());
+    l->mkldnn_available = ct_backends_mkldnn_is_available();
 }
 
 /* What ctorch's own loader (cu_dl.c) gets, which may differ from the file

@@ -97,6 +97,8 @@ typedef struct info_libs {
     info_opencl opencl;
     char openblas_config[256], openblas_core[64];
     int openblas_threads;
+    char gemm_engine[96], cpu_capability[16]; /* ct_backends_cpu_gemm_engine, _get_cpu_capability */
+    bool mkldnn_available;
 } info_libs;
 
 /* ---- devices -------------------------------------------------------------------- */

@@ -207,6 +207,11 @@ static void print_libs(json_writer *w, const info_libs *l) {
     str(w, "core", l->openblas_core);
     num(w, "threads", l->openblas_threads);
     close_scope(w, '}');
+    open_scope(w, "cpu_engine", '{');
+    str(w, "gemm", l->gemm_engine);
+    str(w, "cpu_capability", l->cpu_capability);
+    boolean(w, "mkldnn_available", l->mkldnn_available);
+    close_scope(w, '}');
     print_lib(w, &l->onednn);
     close_scope(w, '}');
 }

@@ -76,7 +76,8 @@ static void print_opencl(FILE *f, const info_opencl *cl) {
 /* OpenBLAS 0.3.21 does not recognise some recent CPUs (e.g. Sapphire Rapids
  * in a VM) and falls back to kernels without AVX (see tools/train). */
 static bool openblas_generic_core(const info_libs *l, const info_cpu *c) {
-    return strcmp(l->openblas_core, "Prescott") == 0 && strstr(c->isa, "avx2") && !getenv("OPENBLAS_CORETYPE");
+    return strncmp(l->gemm_engine, "OpenBLAS", 8) == 0 && strcmp(l->openblas_core, "Prescott") == 0 &&
+           strstr(c->isa, "avx2") && !getenv("OPENBLAS_CORETYPE");
 }
 
 static void print_libs(FILE *f, const info_libs *l, const info_cpu *c) {
@@ -102,6 +103,8 @@ static void print_libs(FILE *f, const info_libs *l, const info_cpu *c) {
               "OPENBLAS_CORETYPE=Haswell (or SkylakeX with AVX-512) is several times faster\n",
               f);
     print_lib(f, &l->onednn);
+    fprintf(f, "  CPU engine: float32 GEMM on %s; convolutions on %s; CPU capability %s\n", l->gemm_engine,
+            l->mkldnn_available ? "oneDNN (im2col for few channels)" : "im2col + GEMM", l->cpu_capability);
 }
 
 static void print_env(FILE *f) {

@@ -42,10 +42,14 @@ static double now_s(void) {
 
 /* OpenBLAS 0.3.21 does not recognise some recent CPUs (e.g. Sapphire Rapids
  * in a VM) and falls back to its generic "Prescott" kernels, about 3-6x
- * slower. OPENBLAS_CORETYPE is read only when OpenBLAS loads, so the fix is
- * to run ourselves again with it set. The user's own setting always wins. */
+ * slower. The library avoids it by running float32 GEMM on oneDNN on such
+ * CPUs (src/backends/cpu/cpu_gemm.c); only a build without oneDNN still
+ * multiplies with OpenBLAS, and OPENBLAS_CORETYPE is read only when
+ * OpenBLAS loads, so there the fix is to run ourselves again with it set.
+ * The user's own setting always wins. */
 static void fix_openblas_core(char **argv) {
     if (getenv("OPENBLAS_CORETYPE")) return;
+    if (strncmp(ct_backends_cpu_gemm_engine(), "OpenBLAS", 8) != 0) return;
     const char *core = openblas_get_corename();
     if (!core || strcasecmp(core, "Prescott") != 0) return;
     __builtin_cpu_init();
@@ -85,13 +89,27 @@ static ct_status batch_to_device(const ct_sample *b, ct_device dev, ct_tensor **
     return *x && *y ? CT_OK : ct_last_status();
 }
 
+/* Where a training epoch's time goes (host seconds: on an asynchronous
+ * device the wait for queued work lands in whichever phase next reads a
+ * result, normally "other", which reads the loss). */
+enum { PHASE_DATA, PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER, PHASE_COUNT };
+static const char *const PHASE_NAMES[PHASE_COUNT] = {"data", "forward", "backward", "optimizer"};
+
 typedef struct epoch_result {
     double loss;          /* mean over samples */
     double accuracy;      /* test only */
     double images_per_s;
     double seconds;
+    double phase_seconds[PHASE_COUNT]; /* training only */
     int64_t samples;
 } epoch_result;
+
+/* Adds the time since *mark to *phase and moves the mark to now. */
+static void phase_lap(double *mark, double *phase) {
+    double t = now_s();
+    *phase += t - *mark;
+    *mark = t;
+}
 
 typedef struct run {
     train_config cfg;
@@ -118,18 +136,24 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
     int64_t seen = 0, step = 0;
     ct_status s = CT_OK;
     ct_sample b = {0};
+    double *phase = res->phase_seconds, mark = t0;
+    memset(res->phase_seconds, 0, sizeof res->phase_seconds);
     while (s == CT_OK && !g_interrupted && ct_dataloader_next(it, &b)) {
         CT_SCOPE {
             ct_tensor *x, *y;
             s = batch_to_device(&b, r->dev, &x, &y);
+            phase_lap(&mark, &phase[PHASE_DATA]);
             ct_tensor *loss = s == CT_OK ? ct_cross_entropy(ct_forward(r->model, x), y, NULL,
                                                             CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_MEAN, 0.0)
                                          : NULL;
             if (s == CT_OK && !loss) s = ct_last_status(); /* the forward's own error, e.g. out of memory */
+            phase_lap(&mark, &phase[PHASE_FORWARD]);
             if (s == CT_OK) s = ct_zero_grad(r->opt);
             if (s == CT_OK) s = ct_backward(loss);
+            phase_lap(&mark, &phase[PHASE_BACKWARD]);
             if (s == CT_OK) s = ct_step(r->opt);
             if (s == CT_OK && r->sched) s = ct_scheduler_step(r->sched);
+            phase_lap(&mark, &phase[PHASE_OPTIMIZER]);
             double v = 0;
             if (s == CT_OK) s = ct_item_checked(loss, &v);
             if (s == CT_OK) {
@@ -146,6 +170,7 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
             }
         }
         ct_sample_clear(&b);
+        mark = now_s(); /* the loss read and the progress bar count as "other" */
     }
     if (s == CT_OK) s = ct_dataloader_iter_status(it);
     progress_finish(bar);
@@ -197,6 +222,11 @@ static ct_status evaluate(run *r, epoch_result *res) {
 static void log_epoch(run *r, int epoch, const epoch_result *tr, const epoch_result *te, double lr) {
     printf("epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.2f%%  %.0f img/s  %.1f s\n", epoch + 1,
            r->cfg.epochs, tr->loss, te->loss, te->accuracy * 100, tr->images_per_s, tr->seconds + te->seconds);
+    const double *ph = tr->phase_seconds;
+    double other = tr->seconds - ph[PHASE_DATA] - ph[PHASE_FORWARD] - ph[PHASE_BACKWARD] - ph[PHASE_OPTIMIZER];
+    printf("  time: data %.1f s  forward %.1f s  backward %.1f s  optimizer %.1f s  other %.1f s  test %.1f s\n",
+           ph[PHASE_DATA], ph[PHASE_FORWARD], ph[PHASE_BACKWARD], ph[PHASE_OPTIMIZER], other > 0 ? other : 0,
+           te->seconds);
     fflush(stdout);
     if (r->tb) {
         int64_t step = r->st.global_step;
@@ -210,8 +240,10 @@ static void log_epoch(run *r, int epoch, const epoch_result *tr, const epoch_res
     if (r->metrics) {
         fprintf(r->metrics,
                 "{\"epoch\": %d, \"global_step\": %" PRId64 ", \"train_loss\": %.17g, \"test_loss\": %.17g, "
-                "\"test_accuracy\": %.17g, \"lr\": %.17g, \"images_per_s\": %.1f}\n",
+                "\"test_accuracy\": %.17g, \"lr\": %.17g, \"images_per_s\": %.1f, \"seconds\": {",
                 epoch + 1, r->st.global_step, tr->loss, te->loss, te->accuracy, lr, tr->images_per_s);
+        for (int p = 0; p < PHASE_COUNT; p++) fprintf(r->metrics, "\"%s\": %.3f, ", PHASE_NAMES[p], tr->phase_seconds[p]);
+        fprintf(r->metrics, "\"train\": %.3f, \"test\": %.3f}}\n", tr->seconds, te->seconds);
         fflush(r->metrics);
     }
 }
