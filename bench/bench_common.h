@@ -11,6 +11,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <ctorch/backends.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +58,9 @@ static inline void bench_print_header(const char *version, const char *threads) 
            threads, getenv("OMP_NUM_THREADS"), getenv("OPENBLAS_NUM_THREADS"));
     printf("# OpenBLAS core: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
            forced ? forced : "unset");
+    printf("# CPU engine: float32 GEMM on %s, convolutions on %s, CPU capability %s\n",
+           ct_backends_cpu_gemm_engine(), ct_backends_mkldnn_is_available() ? "oneDNN" : "im2col",
+           ct_backends_cpu_get_cpu_capability());
 }
 
 #endif /* CTORCH_BENCH_COMMON_H */

@@ -8,6 +8,7 @@ Usage: python3 bench/torch_workloads.py [threads] [workload ids; default all]
 ResNet-18 comes from torchvision (Debian: python3-torchvision).
 """
 import ctypes
+import re
 import statistics
 import sys
 import time
@@ -27,6 +28,15 @@ def median_time(fn, repeats, warm, per_repeat=1):
             fn()
         times.append((time.perf_counter() - start) / per_repeat)
     return statistics.median(times)
+
+
+def math_libraries():
+    """PyTorch's BLAS and oneDNN as its build reports them, and its CPU capability."""
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    dnnl = re.search(r"(?:MKL-DNN|oneDNN) v([\d.]+)", config)
+    return (f"BLAS {blas.group(1) if blas else 'unknown'}, oneDNN {dnnl.group(1) if dnnl else 'absent'}, "
+            f"CPU capability {torch.backends.cpu.get_cpu_capability()}")
 
 
 def openblas_core():
@@ -132,6 +142,7 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     print(f"# PyTorch {torch.__version__}, {threads} threads")
+    print(f"# {math_libraries()}")
     print(f"# OpenBLAS core: {openblas_core()}", flush=True)
     for wid in chosen:
         WORKLOADS[wid]()
