@@ -6,7 +6,7 @@
  * convolutions with oneDNN on and off against float64 results, at the
  * edges of the layout conversions (odd channel counts, batch 1, groups,
  * stride, dilation, padding, a geometry oneDNN cannot express, a
- * non-contiguous input). A white-box counter checks which path each
+ * non-contiguous input), with and without the bias added inside. A white-box counter checks which path each
  * convolution took, so a silent fallback cannot pass for oneDNN.
  */
 #include <math.h>
@@ -80,17 +80,19 @@ typedef struct engine_case {
     int64_t n, c, h, w, o, k, stride, pad, dil, groups;
     bool onednn;     /* oneDNN takes it when available and enabled */
     bool noncontig;  /* the input is a non-contiguous view */
+    bool bias;
 } engine_case;
 
 static const engine_case CASES[] = {
-    {"16->16 8x8 k3 p1", 2, 16, 8, 8, 16, 3, 1, 1, 1, 1, true, false},
-    {"odd channels 17->33, batch 1, stride 2", 1, 17, 9, 7, 33, 3, 2, 1, 1, 1, true, false},
-    {"dilation 2, padding 2", 3, 32, 10, 10, 16, 3, 1, 2, 2, 1, true, false},
-    {"groups 2, 1x1", 2, 32, 6, 6, 32, 1, 1, 0, 1, 2, true, false},
-    {"groups 3, 48->48", 2, 48, 5, 5, 48, 3, 1, 1, 1, 3, true, false},
-    {"non-contiguous input", 2, 16, 7, 9, 24, 3, 1, 1, 1, 1, true, true},
-    {"needs negative right padding", 2, 16, 7, 7, 16, 2, 2, 0, 1, 1, false, false},
-    {"3 input channels (im2col wins)", 2, 3, 8, 8, 16, 3, 1, 1, 1, 1, false, false},
+    {"16->16 8x8 k3 p1", 2, 16, 8, 8, 16, 3, 1, 1, 1, 1, true, false, false},
+    {"16->16 8x8 k3 p1 with bias", 2, 16, 8, 8, 16, 3, 1, 1, 1, 1, true, false, true},
+    {"odd channels 17->33, batch 1, stride 2, bias", 1, 17, 9, 7, 33, 3, 2, 1, 1, 1, true, false, true},
+    {"dilation 2, padding 2", 3, 32, 10, 10, 16, 3, 1, 2, 2, 1, true, false, false},
+    {"groups 2, 1x1", 2, 32, 6, 6, 32, 1, 1, 0, 1, 2, true, false, false},
+    {"groups 3, 48->48, bias", 2, 48, 5, 5, 48, 3, 1, 1, 1, 3, true, false, true},
+    {"non-contiguous input", 2, 16, 7, 9, 24, 3, 1, 1, 1, 1, true, true, false},
+    {"needs negative right padding, bias", 2, 16, 7, 7, 16, 2, 2, 0, 1, 1, false, false, true},
+    {"3 input channels (im2col wins), bias", 2, 3, 8, 8, 16, 3, 1, 1, 1, 1, false, false, true},
 };
 
 static int64_t out_size(const engine_case *e, int64_t in) {
@@ -99,13 +101,16 @@ static int64_t out_size(const engine_case *e, int64_t in) {
 
 /* The forward and both gradients of one case, in `dt`, from the same values. */
 static void conv_results(const engine_case *e, ct_dtype dt, const double *xv, const double *wv,
-                         const double *gyv, double **y, double **gx, double **gw) {
+                         const double *bv, const double *gyv, double **y, double **gx, double **gw,
+                         double **gb) {
     CT_SCOPE {
         const ct_shape xs = CT_SHAPE(e->n, e->c, e->h, e->w);
         ct_tensor *x = e->noncontig ? ct_test_noncontiguous(xv, xs, dt) : ct_test_tensor(xv, xs, dt);
         ct_tensor *w = ct_test_tensor(wv, CT_SHAPE(e->o, e->c / e->groups, e->k, e->k), dt);
+        ct_tensor *b = e->bias ? ct_test_tensor(bv, CT_SHAPE(e->o), dt) : NULL;
         ct_set_requires_grad(x, true), ct_set_requires_grad(w, true);
-        ct_tensor *out = ct_conv2d(x, w, NULL, CT_PAIR(e->stride, e->stride), CT_PAIR(e->pad, e->pad),
+        if (b) ct_set_requires_grad(b, true);
+        ct_tensor *out = ct_conv2d(x, w, b, CT_PAIR(e->stride, e->stride), CT_PAIR(e->pad, e->pad),
                                    CT_PAIR(e->dil, e->dil), e->groups);
         CT_EXPECT_MSG(out != NULL, "%s: %s", e->name, ct_last_error());
         ct_tensor *gy = out ? ct_test_tensor(gyv, ct_shape_of(out), dt) : NULL;
@@ -113,6 +118,7 @@ static void conv_results(const engine_case *e, ct_dtype dt, const double *xv, co
         *y = out ? ct_test_values(out) : NULL;
         *gx = out ? ct_test_values(ct_grad(x)) : NULL;
         *gw = out ? ct_test_values(ct_grad(w)) : NULL;
+        *gb = out && b ? ct_test_values(ct_grad(b)) : NULL;
     }
 }
 
@@ -130,21 +136,22 @@ static void run_case(const engine_case *e) {
     const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * (e->c / e->groups) * e->k * e->k;
     const int64_t ny = e->n * e->o * oh * ow;
     double *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw);
-    double *gyv = malloc(sizeof(double) * ny);
+    double *gyv = malloc(sizeof(double) * ny), bv[64];
     /* values float32 holds exactly, so both dtypes start from the same inputs */
     ct_test_fill_uniform(xv, nx, -1, 1), ct_test_fill_uniform(wv, nw, -1, 1), ct_test_fill_uniform(gyv, ny, -1, 1);
     for (int64_t i = 0; i < nx; i++) xv[i] = (float)xv[i];
     for (int64_t i = 0; i < nw; i++) wv[i] = (float)wv[i];
     for (int64_t i = 0; i < ny; i++) gyv[i] = (float)gyv[i];
-    double *ry, *rgx, *rgw;
-    conv_results(e, CT_FLOAT64, xv, wv, gyv, &ry, &rgx, &rgw);
+    for (int64_t i = 0; i < e->o; i++) bv[i] = (float)ct_test_uniform(-1, 1);
+    double *ry, *rgx, *rgw, *rgb;
+    conv_results(e, CT_FLOAT64, xv, wv, bv, gyv, &ry, &rgx, &rgw, &rgb);
     const int64_t fwd_terms = (e->c / e->groups) * e->k * e->k;
     const int64_t dx_terms = (e->o / e->groups) * e->k * e->k, dw_terms = e->n * oh * ow;
     for (int on = 1; on >= 0; on--) {
         ct_backends_mkldnn_set_enabled(on);
         int64_t before = ct_cpu_dnnl_conv_runs();
-        double *y, *gx, *gw;
-        conv_results(e, CT_FLOAT32, xv, wv, gyv, &y, &gx, &gw);
+        double *y, *gx, *gw, *gb;
+        conv_results(e, CT_FLOAT32, xv, wv, bv, gyv, &y, &gx, &gw, &gb);
         int64_t expect_runs = on && e->onednn && ct_backends_mkldnn_is_available() ? 3 : 0;
         CT_EXPECT_MSG(ct_cpu_dnnl_conv_runs() - before == expect_runs,
                       "%s (oneDNN %s): %lld oneDNN runs, expected %lld", e->name, on ? "on" : "off",
@@ -153,11 +160,12 @@ static void run_case(const engine_case *e) {
             compare(e, on ? "y (oneDNN on)" : "y (oneDNN off)", y, ry, ny, fwd_terms);
             compare(e, on ? "dx (oneDNN on)" : "dx (oneDNN off)", gx, rgx, nx, dx_terms);
             compare(e, on ? "dw (oneDNN on)" : "dw (oneDNN off)", gw, rgw, nw, dw_terms);
+            if (e->bias) compare(e, on ? "db (oneDNN on)" : "db (oneDNN off)", gb, rgb, e->o, dw_terms);
         }
-        free(y), free(gx), free(gw);
+        free(y), free(gx), free(gw), free(gb);
     }
     ct_backends_mkldnn_set_enabled(true);
-    free(ry), free(rgx), free(rgw), free(xv), free(wv), free(gyv);
+    free(ry), free(rgx), free(rgw), free(rgb), free(xv), free(wv), free(gyv);
 }
 
 static void test_conv_engines(void) {
@@ -169,15 +177,15 @@ static void test_conv_engines(void) {
 static void test_deterministic_declines_onednn(void) {
     ct_use_deterministic_algorithms(true);
     int64_t before = ct_cpu_dnnl_conv_runs();
-    double *y, *gx, *gw;
+    double *y, *gx, *gw, *gb;
     const engine_case *e = &CASES[0];
     const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * e->c * e->k * e->k, ny = e->n * e->o * 8 * 8;
     double *xv = calloc((size_t)nx, sizeof(double)), *wv = calloc((size_t)nw, sizeof(double));
     double *gyv = calloc((size_t)ny, sizeof(double));
-    conv_results(e, CT_FLOAT32, xv, wv, gyv, &y, &gx, &gw);
+    conv_results(e, CT_FLOAT32, xv, wv, NULL, gyv, &y, &gx, &gw, &gb);
     CT_EXPECT_INT_EQ(ct_cpu_dnnl_conv_runs() - before, 0);
     ct_use_deterministic_algorithms(false);
-    free(y), free(gx), free(gw), free(xv), free(wv), free(gyv);
+    free(y), free(gx), free(gw), free(gb), free(xv), free(wv), free(gyv);
 }
 
 int main(int argc, char **argv) {

@@ -417,16 +417,46 @@ static ct_tensor *run_whole(const conv_plan *pl, whole_conv_fn fn, const int64_t
     return NULL;
 }
 
-/* The forward through the backend's conv2d_forward, bias added here and
- * in the operands' dtype; *declined as run_whole. */
+/* conv2d(x, w) + bias in one call of the backend's conv2d_forward_bias;
+ * *declined as run_whole. */
+static ct_tensor *run_whole_bias(const conv_plan *pl, const struct ct_backend_conv *cv,
+                                 const int64_t shape[4], const ct_tensor *x, const ct_tensor *w,
+                                 const ct_tensor *bias, bool *declined) {
+    *declined = true;
+    ct_tensor *b = cti_contiguous(bias);
+    ct_tensor *out = b ? cti_empty(shape, 4, pl->dtype, x->storage->device) : NULL;
+    if (out) {
+        const ct_conv2d_geom g = geom_of(pl, pl->n);
+        ct_kview ko = ct_kview_of(out), kx = ct_kview_of(x), kw = ct_kview_of(w), kb = ct_kview_of(b);
+        ct_status st = cv->conv2d_forward_bias(&ko, &kx, &kw, &kb, &g, pl->groups);
+        *declined = st == CT_ERR_UNSUPPORTED;
+        if (st != CT_OK) ct_decref(out), out = NULL;
+    } else {
+        *declined = false;
+    }
+    ct_decref(b);
+    return out;
+}
+
+/* The forward through the backend's whole-convolution entries: with the
+ * bias inside when the backend can, else conv2d_forward and the bias added
+ * here, in the operands' dtype; *declined as run_whole. */
 static ct_tensor *forward_whole(const conv_plan *pl, const ct_tensor *input, const ct_tensor *weight,
                                 const ct_tensor *bias, bool *declined) {
     const struct ct_backend_conv *cv = cti_backend(input)->conv;
     *declined = true;
     if (!cv || !cv->conv2d_forward || pl->n == 0 || !ct_dtype_is_floating(pl->dtype)) return NULL;
-    ct_tensor *x = batched_contiguous(pl, input), *w = cti_contiguous(weight);
+    ct_tensor *x = batched_contiguous(pl, input), *w = cti_contiguous(weight), *out = NULL;
     const int64_t shape[4] = {pl->n, pl->o, pl->oh, pl->ow};
-    ct_tensor *out = x && w ? run_whole(pl, cv->conv2d_forward, shape, x, w, declined) : NULL;
+    if (x && w && bias && cv->conv2d_forward_bias) {
+        out = run_whole_bias(pl, cv, shape, x, w, bias, declined);
+        if (out || !*declined) {
+            ct_decref(x);
+            ct_decref(w);
+            return out;
+        }
+    }
+    out = x && w ? run_whole(pl, cv->conv2d_forward, shape, x, w, declined) : NULL;
     if (!x || !w) *declined = false;
     ct_decref(x);
     ct_decref(w);

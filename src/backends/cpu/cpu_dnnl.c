@@ -44,8 +44,9 @@
 int64_t ct_cpu_dnnl_conv_runs(void) { return 0; }
 
 ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
-                             const ct_kview *in1, const ct_conv2d_geom *g, int64_t groups) {
-    (void)dir, (void)out, (void)in0, (void)in1, (void)g, (void)groups;
+                             const ct_kview *in1, const ct_kview *bias, const ct_conv2d_geom *g,
+                             int64_t groups) {
+    (void)dir, (void)out, (void)in0, (void)in1, (void)bias, (void)g, (void)groups;
     return CT_ERR_UNSUPPORTED;
 }
 
@@ -64,6 +65,7 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
 
 typedef struct conv_key {
     int64_t dir, n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    int64_t bias; /* forward only: 1 when the bias is added inside */
 } conv_key;
 
 /* Operands in argument order: two inputs, then the output. */
@@ -74,7 +76,7 @@ typedef struct conv_plan {
     int refs;             /* callers running it, plus one while cached */
     dnnl_primitive_t conv;
     int arg[OP_COUNT];    /* DNNL_ARG_* of each operand */
-    dnnl_memory_desc_t user_md[OP_COUNT], inner_md[OP_COUNT], scratch_md;
+    dnnl_memory_desc_t user_md[OP_COUNT], inner_md[OP_COUNT], scratch_md, bias_md;
     dnnl_primitive_t reorder[OP_COUNT]; /* user→inner for inputs, inner→user for the output; NULL: same layout */
 } conv_plan;
 
@@ -126,7 +128,7 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
  * GOIHW) in user[], "any" (oneDNN chooses) in any[], in the order of the
  * descriptors' init functions: src, weights, dst. */
 typedef struct conv_mds {
-    dnnl_memory_desc_t user_src, user_wei, user_dst, any_src, any_wei, any_dst;
+    dnnl_memory_desc_t user_src, user_wei, user_dst, any_src, any_wei, any_dst, bias;
     dnnl_dims_t strides, dilates, pad_l, pad_r;
 } conv_mds;
 
@@ -143,7 +145,8 @@ static bool describe(const conv_key *k, conv_mds *m) {
     m->pad_r[0] = (k->oh - 1) * k->sh + (k->kh - 1) * k->dh + 1 - k->h - k->ph;
     m->pad_r[1] = (k->ow - 1) * k->sw + (k->kw - 1) * k->dw + 1 - k->w - k->pw;
     if (m->pad_r[0] < 0 || m->pad_r[1] < 0) return false;
-    return md_of(&m->user_src, 4, src, dnnl_nchw) && md_of(&m->user_dst, 4, dst, dnnl_nchw) &&
+    const dnnl_dims_t bias = {k->o};
+    return md_of(&m->bias, 1, bias, dnnl_x) && md_of(&m->user_src, 4, src, dnnl_nchw) && md_of(&m->user_dst, 4, dst, dnnl_nchw) &&
            (grouped ? md_of(&m->user_wei, 5, wei_g, dnnl_goihw) : md_of(&m->user_wei, 4, wei, dnnl_oihw)) &&
            md_of(&m->any_src, 4, src, dnnl_format_tag_any) && md_of(&m->any_dst, 4, dst, dnnl_format_tag_any) &&
            (grouped ? md_of(&m->any_wei, 5, wei_g, dnnl_format_tag_any)
@@ -152,11 +155,12 @@ static bool describe(const conv_key *k, conv_mds *m) {
 
 /* The forward primitive descriptor: the plan itself for a forward call,
  * the hint oneDNN needs to build either backward one. */
-static dnnl_primitive_desc_t forward_pd(conv_mds *m, const_dnnl_primitive_attr_t attr) {
+static dnnl_primitive_desc_t forward_pd(conv_mds *m, bool bias, const_dnnl_primitive_attr_t attr) {
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
     if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct,
-                                                   &m->any_src, &m->any_wei, NULL, &m->any_dst,
+                                                   &m->any_src, &m->any_wei, bias ? &m->bias : NULL,
+                                                   &m->any_dst,
                                                    m->strides, m->dilates, m->pad_l,
                                                    m->pad_r) != dnnl_success ||
         dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) != dnnl_success)
@@ -213,6 +217,7 @@ static void bind_operands(conv_plan *p, const conv_mds *m, const_dnnl_primitive_
         p->inner_md[i] = *dnnl_primitive_desc_query_md(pd, query[i], 0);
     }
     p->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    p->bias_md = m->bias;
 }
 
 static conv_plan *plan_build(const conv_key *k) {
@@ -225,7 +230,7 @@ static conv_plan *plan_build(const conv_key *k) {
               dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     if (ok) {
         p->key = *k;
-        fwd = forward_pd(&m, attr);
+        fwd = forward_pd(&m, k->bias != 0, attr);
         pd = k->dir == CT_CPU_CONV_FORWARD ? fwd : fwd ? direction_pd((int)k->dir, &m, attr, fwd) : NULL;
         ok = pd != NULL;
     }
@@ -327,11 +332,13 @@ static bool reorder_run(dnnl_stream_t s, dnnl_primitive_t r, dnnl_memory_t from,
     return dnnl_primitive_execute(r, s, 2, args) == dnnl_success;
 }
 
-static ct_status plan_run(const conv_plan *p, void *const user[OP_COUNT]) {
+static ct_status plan_run(const conv_plan *p, void *const user[OP_COUNT], void *bias) {
     call_buffers b;
     memset(&b, 0, sizeof b);
     dnnl_stream_t s = NULL;
+    dnnl_memory_t bias_mem = NULL;
     bool ok = buffers_make(p, user, &b) &&
+              (!bias || dnnl_memory_create(&bias_mem, &p->bias_md, engine, bias) == dnnl_success) &&
               dnnl_stream_create(&s, engine, dnnl_stream_default_flags) == dnnl_success;
     if (!ok) {
         buffers_free(&b);
@@ -342,15 +349,17 @@ static ct_status plan_run(const conv_plan *p, void *const user[OP_COUNT]) {
     ok = (!p->reorder[OP_IN0] || reorder_run(s, p->reorder[OP_IN0], b.user_mem[OP_IN0], used[OP_IN0])) &&
          (!p->reorder[OP_IN1] || reorder_run(s, p->reorder[OP_IN1], b.user_mem[OP_IN1], used[OP_IN1]));
     if (ok) {
-        dnnl_exec_arg_t args[OP_COUNT + 1];
+        dnnl_exec_arg_t args[OP_COUNT + 2];
         int nargs = 0;
         for (int i = 0; i < OP_COUNT; i++) args[nargs++] = (dnnl_exec_arg_t){p->arg[i], used[i]};
+        if (bias_mem) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bias_mem};
         if (b.scratch_mem) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, b.scratch_mem};
         ok = dnnl_primitive_execute(p->conv, s, nargs, args) == dnnl_success;
     }
     if (ok && p->reorder[OP_OUT]) ok = reorder_run(s, p->reorder[OP_OUT], used[OP_OUT], b.user_mem[OP_OUT]);
     if (ok) ok = dnnl_stream_wait(s) == dnnl_success;
     dnnl_stream_destroy(s);
+    dnnl_memory_destroy(bias_mem);
     buffers_free(&b);
     return ok ? CT_OK : ct_error_set(CT_ERR_BACKEND, "conv2d: oneDNN failed to run a convolution");
 }
@@ -365,7 +374,8 @@ static bool worth_onednn(const ct_kview *v) {
 }
 
 ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
-                             const ct_kview *in1, const ct_conv2d_geom *g, int64_t groups) {
+                             const ct_kview *in1, const ct_kview *bias, const ct_conv2d_geom *g,
+                             int64_t groups) {
     if (!worth_onednn(in0)) return CT_ERR_UNSUPPORTED;
     const ct_kview *y = dir == CT_CPU_CONV_FORWARD ? out : in0;
     const int64_t o = y->shape[1];
@@ -375,11 +385,11 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
     const conv_key k = {dir, g->batch, g->channels, g->in_size[0], g->in_size[1], o,
                         g->out_size[0], g->out_size[1], g->kernel[0], g->kernel[1],
                         g->stride[0], g->stride[1], g->padding[0], g->padding[1],
-                        g->dilation[0], g->dilation[1], groups};
+                        g->dilation[0], g->dilation[1], groups, bias != NULL};
     conv_plan *p = plan_acquire(&k);
     if (!p) return CT_ERR_UNSUPPORTED;
     void *const user[OP_COUNT] = {ct_cpu_base(in0), ct_cpu_base(in1), ct_cpu_base(out)};
-    ct_status st = plan_run(p, user);
+    ct_status st = plan_run(p, user, bias ? ct_cpu_base(bias) : NULL);
     plan_release(p);
     if (st == CT_OK) atomic_fetch_add(&runs, 1);
     return st;
