@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "backends/cpu/cpu_dnnl.h"
 #include "ctorch/backends.h"
 #include "ctorch/functional_conv.h"
@@ -188,11 +192,77 @@ static void test_deterministic_declines_onednn(void) {
     free(y), free(gx), free(gw), free(gb), free(xv), free(wv), free(gyv);
 }
 
+/* ---- results do not depend on the thread count ------------------------------------------- */
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+/* The values of a @ b with 1 and with 2 threads, bit for bit. */
+static void check_matmul_threads(int64_t m, int64_t n, int64_t k) {
+    double *r[2];
+    for (int t = 0; t < 2; t++) {
+        set_threads(t + 1);
+        ct_manual_seed(11);
+        CT_SCOPE { r[t] = ct_test_values(ct_matmul(ct_randn(CT_SHAPE(m, k)), ct_randn(CT_SHAPE(k, n)))); }
+    }
+    CT_EXPECT_MSG(memcmp(r[0], r[1], sizeof(double) * (size_t)(m * n)) == 0,
+                  "matmul %lldx%lldx%lld differs between 1 and 2 threads", (long long)m, (long long)n,
+                  (long long)k);
+    free(r[0]), free(r[1]);
+}
+
+/* A oneDNN convolution's forward and gradients with 1 and with 2 threads. */
+static void check_conv_threads(const engine_case *e) {
+    double *y[2], *gx[2], *gw[2], *gb[2];
+    const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * (e->c / e->groups) * e->k * e->k;
+    const int64_t ny = e->n * e->o * out_size(e, e->h) * out_size(e, e->w);
+    double *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw), *gyv = malloc(sizeof(double) * ny);
+    ct_test_fill_uniform(xv, nx, -1, 1), ct_test_fill_uniform(wv, nw, -1, 1), ct_test_fill_uniform(gyv, ny, -1, 1);
+    for (int t = 0; t < 2; t++) {
+        set_threads(t + 1);
+        conv_results(e, CT_FLOAT32, xv, wv, NULL, gyv, &y[t], &gx[t], &gw[t], &gb[t]);
+    }
+    CT_EXPECT_MSG(y[0] && y[1] && memcmp(y[0], y[1], sizeof(double) * ny) == 0, "%s: y differs by threads", e->name);
+    CT_EXPECT_MSG(gx[0] && gx[1] && memcmp(gx[0], gx[1], sizeof(double) * nx) == 0, "%s: dx differs by threads",
+                  e->name);
+    CT_EXPECT_MSG(gw[0] && gw[1] && memcmp(gw[0], gw[1], sizeof(double) * nw) == 0, "%s: dw differs by threads",
+                  e->name);
+    for (int t = 0; t < 2; t++) free(y[t]), free(gx[t]), free(gw[t]), free(gb[t]);
+    free(xv), free(wv), free(gyv);
+}
+
+static void test_thread_count_independence(void) {
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+#else
+    const int saved = 1;
+#endif
+    check_matmul_threads(16, 24, 20000);  /* long sums into a small output: k in fixed slices */
+    check_matmul_threads(64, 64, 50000);
+    check_matmul_threads(1, 300, 9000);
+    check_matmul_threads(128, 1600, 128); /* a linear layer's weight gradient */
+    check_matmul_threads(300, 200, 500);
+    check_matmul_threads(1000, 1000, 1000);
+    const engine_case big[] = {
+        {"64->64 8x8, batch 64", 64, 64, 8, 8, 64, 3, 1, 1, 1, 1, true, false, false},
+        {"128->128 4x4, batch 64", 64, 128, 4, 4, 128, 3, 1, 1, 1, 1, true, false, false},
+        {"32->64 13x13, batch 128", 128, 32, 13, 13, 64, 3, 1, 0, 1, 1, true, false, false},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) check_conv_threads(&big[i]);
+    set_threads(saved);
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_engine_names);
     CT_RUN(test_gemm_layouts);
     CT_RUN(test_conv_engines);
     CT_RUN(test_deterministic_declines_onednn);
+    CT_RUN(test_thread_count_independence);
     return ct_test_finish();
 }
