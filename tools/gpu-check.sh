@@ -44,7 +44,7 @@ pack_here() {
         | sort -u | tar -C build/gpu -cf - -T - | xz -T0 -6 > "$pack/build.tar.xz"
     # Debian libraries the binaries need that the GPU machine lacks.
     ldd build/gpu/ctorch-train build/gpu/tests/test_backend_ops | awk '/=> \//{print $3}' | sort -u \
-        | grep -E 'openblas|gfortran|quadmath|gomp|libz\.' | while read -r lib; do
+        | grep -E 'openblas|gfortran|quadmath|gomp|libz\.|dnnl|libOpenCL' | while read -r lib; do
             cp -L "$lib" "$pack/lib/$(basename "$lib")"
         done
     tar -C "$pack" -cf - lib | xz -T0 -6 > "$pack/lib.tar.xz"; rm -rf "$pack/lib"
