@@ -75,7 +75,7 @@ if [ "${CT_SKIP_TSAN:-0}" != 1 ]; then
     >build/tsan/canary.c
   cc -fsanitize=thread -g build/tsan/canary.c -o build/tsan/canary
   if build/tsan/canary 2>/dev/null; then echo "TSan canary: a deliberate data race went unreported"; exit 1; fi
-  threaded='^test_(dataloader|dataloader_workers|alloc_cache|host_cache|stream|device_runtime|opencl_runtime|scope|tensorboard|backends_flags|device)$'
+  threaded='^test_(dataloader|dataloader_workers|alloc_cache|host_cache|cpu_alloc|stream|device_runtime|opencl_runtime|scope|tensorboard|backends_flags|device)$'
   TSAN_OPTIONS=second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" -R "$threaded"
 fi
 if [ "${CT_SKIP_FUZZ:-0}" != 1 ]; then

@@ -4,8 +4,10 @@
  * memory limit, readable summaries and snapshots, and pinned host memory.
  *
  * Device backends (opencl, cuda) allocate through a caching allocator that
- * follows PyTorch's design (docs/memory.md). The CPU backend does not cache:
- * its statistics are all zero, as in PyTorch.
+ * follows PyTorch's design (docs/device-runtime.md). The CPU backend caches
+ * large host buffers (>= 128 KiB) and reports the same statistics for
+ * device "cpu": its "small_pool" holds the uncached small buffers, its
+ * "large_pool" the cached ones (docs/device-runtime.md, "The CPU allocator").
  */
 #ifndef CTORCH_MEMORY_H
 #define CTORCH_MEMORY_H
@@ -47,7 +49,7 @@ typedef struct ct_memory_stats {
     int64_t max_split_size;                      /* -1: unlimited                    */
 } ct_memory_stats;
 
-/* torch.cuda.memory_stats(device). All zero for the CPU. */
+/* torch.cuda.memory_stats(device); for the CPU, its host allocator's. */
 CT_API ct_status ct_memory_stats_get(ct_device dev, ct_memory_stats *out);
 /* One value by PyTorch's flattened key, e.g. "allocated_bytes.all.current",
  * "num_ooms", "oversize_segments.peak". Unknown key: CT_ERR_INVALID_ARG. */
@@ -64,7 +66,8 @@ CT_API ct_status ct_reset_peak_memory_stats(ct_device dev);
 CT_API ct_status ct_reset_accumulated_memory_stats(ct_device dev);
 
 /* Return every unused cached segment of the device to the driver (waiting
- * first for pending cross-stream uses), as torch.cuda.empty_cache. */
+ * first for pending cross-stream uses), as torch.cuda.empty_cache. For the
+ * CPU: every cached host buffer goes back to the C library. */
 CT_API ct_status ct_empty_cache(ct_device dev);
 /* Limit this process to fraction * total device memory (0..1). Only devices
  * with a caching allocator (cuda, opencl) have a limit: on the CPU this is

@@ -35,6 +35,8 @@
 
 #define CT_BACKEND_API_VERSION 1
 
+struct ct_memory_stats; /* ctorch/memory.h */
+
 typedef struct ct_kview {
     void *data;                   /* storage base: host pointer or backend handle */
     int64_t offset;               /* elements from data to element 0 */
@@ -143,6 +145,14 @@ typedef struct ct_backend {
     /* alloc/free above are raw segment calls for the caching allocator */
     bool uses_caching_allocator;
     ct_status (*mem_get_info)(int dev, size_t *free_bytes, size_t *total_bytes);
+    /* A backend without the caching allocator whose alloc/free keep their
+     * own cache and statistics (the CPU's) reports them here, for
+     * memory_stats, reset_*_memory_stats and empty_cache. NULL: all-zero
+     * statistics and nothing to empty. */
+    void (*memory_stats)(int dev, struct ct_memory_stats *out);  /* fills every field */
+    void (*memory_reset_peak)(int dev);
+    void (*memory_reset_accumulated)(int dev);
+    void (*empty_cache)(int dev);
     /* streams: an in-order queue of work on one device */
     ct_status (*stream_create)(int dev, int priority, void **stream);
     void (*stream_destroy)(int dev, void *stream);

@@ -6,7 +6,10 @@
  * ct_alloc_cache, created on first use, whose raw segments and stream
  * events come from that backend. Pinned host memory comes from one
  * ct_host_cache over the first device backend that can page-lock memory.
- * Backends without caching (the CPU) report all-zero statistics.
+ * A backend without the caching allocator may keep its own cache and
+ * statistics behind its alloc/free (the CPU does, for large buffers) and
+ * report them through the table's memory hooks; without hooks the
+ * statistics are all zero.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -295,13 +298,28 @@ static ct_status query_cache(ct_device dev, ct_alloc_cache **out) {
     return CT_OK;
 }
 
+/* For a device without a ct_alloc_cache: its backend when that keeps memory
+ * statistics of its own (the memory hooks of backend.h), else NULL; *index
+ * is the resolved device index. */
+static ct_status query_own(ct_device dev, const ct_backend **own, int *index) {
+    ct_device d;
+    CT_TRY(ct_device_check(dev, &d));
+    const ct_backend *b = ct_backend_for(d.type);
+    *own = b && !b->uses_caching_allocator && b->memory_stats ? b : NULL;
+    *index = d.index;
+    return CT_OK;
+}
+
 ct_status ct_memory_stats_get(ct_device dev, ct_memory_stats *out) {
     CT_CHECK_STATUS(out != NULL, CT_ERR_INVALID_ARG, "memory_stats: NULL argument");
     ct_alloc_cache *c;
     CT_TRY(query_cache(dev, &c));
     memset(out, 0, sizeof *out);
     out->max_split_size = -1;
+    const ct_backend *own;
+    int index;
     if (c) ct_alloc_cache_stats(c, out);
+    else if (query_own(dev, &own, &index) == CT_OK && own) own->memory_stats(index, out);
     return CT_OK;
 }
 
@@ -332,21 +350,33 @@ int64_t ct_max_memory_reserved(ct_device d) { return stat_or_zero(d, "reserved_b
 ct_status ct_reset_peak_memory_stats(ct_device dev) {
     ct_alloc_cache *c;
     CT_TRY(query_cache(dev, &c));
+    const ct_backend *own;
+    int index;
     if (c) ct_alloc_cache_reset_peak(c);
+    else if (query_own(dev, &own, &index) == CT_OK && own && own->memory_reset_peak) own->memory_reset_peak(index);
     return CT_OK;
 }
 
 ct_status ct_reset_accumulated_memory_stats(ct_device dev) {
     ct_alloc_cache *c;
     CT_TRY(query_cache(dev, &c));
+    const ct_backend *own;
+    int index;
     if (c) ct_alloc_cache_reset_accumulated(c);
+    else if (query_own(dev, &own, &index) == CT_OK && own && own->memory_reset_accumulated)
+        own->memory_reset_accumulated(index);
     return CT_OK;
 }
 
 ct_status ct_empty_cache(ct_device dev) {
     ct_alloc_cache *c;
     CT_TRY(query_cache(dev, &c));
-    return c ? ct_alloc_cache_empty(c) : CT_OK;
+    if (c) return ct_alloc_cache_empty(c);
+    const ct_backend *own;
+    int index;
+    CT_TRY(query_own(dev, &own, &index));
+    if (own && own->empty_cache) own->empty_cache(index);
+    return CT_OK;
 }
 
 ct_status ct_set_per_process_memory_fraction(double fraction, ct_device dev) {
@@ -354,12 +384,12 @@ ct_status ct_set_per_process_memory_fraction(double fraction, ct_device dev) {
                     "Invalid fraction value: %g. Allowed range: 0~1", fraction);
     ct_alloc_cache *c;
     CT_TRY(query_cache(dev, &c));
-    if (!c) { /* torch.cuda's limit is a caching-allocator feature; the CPU has none */
+    if (!c) { /* torch.cuda's limit is a device caching-allocator feature; host memory has none */
         char name[32];
         ct_device_format(dev, name, sizeof name);
         return ct_error_set(CT_ERR_DEVICE,
-                            "set_per_process_memory_fraction: Expected a cuda or opencl device, but got: %s (its "
-                            "memory is not managed by a caching allocator, so there is no limit to set)",
+                            "set_per_process_memory_fraction: Expected a cuda or opencl device, but got: %s (the "
+                            "limit applies to device memory only)",
                             name);
     }
     return ct_alloc_cache_set_fraction(c, fraction);

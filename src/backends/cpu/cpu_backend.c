@@ -3,8 +3,9 @@
  * data-movement kernels (copy with conversion, fill, arange).
  *
  * The CPU is always compiled in and is the numerical reference for the other
- * backends. Memory is 64-byte aligned so that vector loads never straddle
- * cache lines; kernels in the other cpu_*.c files implement the math.
+ * backends. Memory comes from cpu_alloc.c (64-byte aligned so that vector
+ * loads never straddle cache lines; large buffers cached); kernels in the
+ * other cpu_*.c files implement the math.
  */
 #define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../core/error.h"
+#include "cpu_alloc.h"
 #include "cpu_internal.h"
 
 /* Kernels implemented in the other cpu_*.c files. */
@@ -45,18 +47,13 @@ static ct_status cpu_device_properties(int dev, ct_device_properties *out) {
 
 static ct_status cpu_synchronize(int dev) { return CT_OK; }
 
-static ct_status cpu_alloc(int dev, size_t nbytes, void **handle) {
-    size_t rounded = (nbytes + 63) & ~(size_t)63;
-    if (rounded < nbytes) rounded = SIZE_MAX; /* overflow: let aligned_alloc fail */
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
-    if (!p)
-        return ct_error_set(CT_ERR_OOM, "DefaultCPUAllocator: not enough memory: you tried to allocate %zu bytes.",
-                            nbytes);
-    *handle = p;
-    return CT_OK;
-}
-
-static void cpu_free(int dev, void *handle) { free(handle); }
+/* Memory comes from the CPU allocator (cpu_alloc.c), which caches large buffers. */
+static ct_status cpu_alloc(int dev, size_t nbytes, void **handle) { return ct_cpu_alloc(nbytes, handle); }
+static void cpu_free(int dev, void *handle) { ct_cpu_free(handle); }
+static void cpu_memory_stats(int dev, ct_memory_stats *out) { ct_cpu_alloc_stats(out); }
+static void cpu_memory_reset_peak(int dev) { ct_cpu_alloc_reset_peak(); }
+static void cpu_memory_reset_accumulated(int dev) { ct_cpu_alloc_reset_accumulated(); }
+static void cpu_empty_cache(int dev) { ct_cpu_alloc_empty_cache(); }
 
 static ct_status cpu_write(int dev, void *handle, size_t off, const void *src, size_t n) {
     memcpy((char *)handle + off, src, n);
@@ -158,6 +155,10 @@ const ct_backend ct_cpu_backend = {
     .synchronize = cpu_synchronize,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .memory_stats = cpu_memory_stats,
+    .memory_reset_peak = cpu_memory_reset_peak,
+    .memory_reset_accumulated = cpu_memory_reset_accumulated,
+    .empty_cache = cpu_empty_cache,
     .write = cpu_write,
     .read = cpu_read,
     .copy = cpu_copy,
