@@ -112,6 +112,20 @@ static void rows_modules(void) {
     ERR_PTR(ct_model_mlp, (-4, NULL, 0, 3), "Linear");
     ERR_PTR(ct_model_mlp, (4, ((int64_t[]){8}), -1, 3), "mlp: expected n_hidden >= 0");
     ERR_PTR(ct_model_resnet18, (0), "Linear: in_features and out_features must be positive, got 512 and 0");
+    /* fusion (tests/test_fuse.c has the cases that need a conv and a bn) */
+    PROP_PTR(ct_fuse_conv_bn_eval, (NM, F.m));
+    PROP_PTR(ct_fuse_conv_bn_eval, (F.m, NM));
+    ERR_PTR(ct_fuse_conv_bn_eval, (NM, F.m), "fuse_conv_bn_eval: NULL conv");
+    ERR_PTR(ct_fuse_conv_bn_eval, (F.m, F.seq), "fuse_conv_bn_eval: conv must be a Conv2d (ct_nn_conv2d), got Linear");
+    PROP_STATUS(ct_module_fuse_conv_bn, (NM, "0", "1"), "fuse_conv_bn: NULL module");
+    ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, NULL, "0"), "fuse_conv_bn: NULL conv_name");
+    ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, "0", NULL), "fuse_conv_bn: NULL bn_name");
+    ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, "0", "1"),
+               "fuse_conv_bn: bn_name \"1\" names no submodule of Sequential (it has no child \"1\")");
+    ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, "0", "0"), "fuse_conv_bn: 0 must be a Conv2d (ct_nn_conv2d), got ReLU");
+    PROP_VAL(ct_module_fuse_conv_bn_all, (NM), r_ == -1);
+    ERR_VAL(ct_module_fuse_conv_bn_all, (NM), r_ == -1, "fuse_conv_bn_all: NULL module");
+    QUIET_VAL(ct_module_fuse_conv_bn_all, (F.seq), r_ == 0); /* no pair: nothing to do */
 }
 
 static void rows_optim(void) {

@@ -143,6 +143,35 @@ CT_API ct_module *ct_model_fmnist_cnn(void);
  * initialisation and state_dict names. */
 CT_API ct_module *ct_model_resnet18(int64_t num_classes);
 
+/* ---- fusion for inference (docs/training.md) ---- */
+/* torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn): a NEW Conv2d (caller
+ * frees; conv and bn are untouched) with conv's stride, padding, dilation
+ * and groups and always a bias, computing bn(conv(x)) of the eval-mode bn:
+ *   weight = w * gamma / sqrt(running_var + eps)   per output channel
+ *   bias   = (b - running_mean) * gamma / sqrt(running_var + eps) + beta
+ * (b = 0 without a conv bias). Computed in float64, rounded once to the
+ * parameters' dtype, on conv's device; the module is in eval mode. As in
+ * PyTorch, weight requires grad iff conv's weight does, bias iff conv had a
+ * bias that does. Both modules must be in eval mode ("Fusion only for
+ * eval!"), a Conv2d and a BatchNorm2d of ct_nn_*, with matching channel
+ * counts and all tensors on one device in one dtype. */
+CT_API ct_module *ct_fuse_conv_bn_eval(ct_module *conv, ct_module *bn);
+/* torch.ao.quantization.fuse_modules(m, [conv_name, bn_name]) in eval mode:
+ * the child at dotted path conv_name ("layer1.0.conv1") becomes the fused
+ * conv and the one at bn_name ("layer1.0.bn1") an Identity, so the
+ * parent's forward runs the fused model. The replaced modules are freed:
+ * pointers to their parameters (an optimizer's, ct_module_get's) dangle.
+ * All or nothing: on error the model is unchanged. */
+CT_API ct_status ct_module_fuse_conv_bn(ct_module *m, const char *conv_name, const char *bn_name);
+/* Fuse every pair of m (recursively), as ct_module_fuse_conv_bn does:
+ * inside a Sequential, a Conv2d child directly followed by a BatchNorm2d
+ * child; elsewhere, torchvision's naming, a Conv2d child "conv<s>" with a
+ * BatchNorm2d sibling "bn<s>" (conv1/bn1, conv2/bn2). ct_model_resnet18
+ * gets all its 20 pairs fused (stem, blocks, downsample.0/1). Returns the
+ * number of pairs fused (0: none found; running it again finds none), or -1
+ * on error with the model unchanged. */
+CT_API int ct_module_fuse_conv_bn_all(ct_module *m);
+
 #ifdef __cplusplus
 }
 #endif

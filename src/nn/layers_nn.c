@@ -71,6 +71,35 @@ ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kerne
     return m;
 }
 
+/* fuse.c builds the folded conv through this, because the layout of a
+ * Conv2d's configuration is private to this file; the forward function
+ * identifies a Conv2d of ct_nn_conv2d (a user module may call itself
+ * "Conv2d" too, and its state would not be a conv_state). */
+bool cti_is_conv2d(const ct_module *m) { return m && m->forward == conv_forward; }
+
+ct_module *cti_conv2d_like(const ct_module *like, ct_tensor *weight, ct_tensor *bias) {
+    conv_state *s = NULL;
+    if (!cti_is_conv2d(like))
+        ct_error_set(CT_ERR_INVALID_ARG, "Conv2d: expected a Conv2d to copy the configuration of, got %s",
+                     like ? like->type : "NULL");
+    else if (!(s = malloc(sizeof *s)))
+        ct_error_set(CT_ERR_OOM, "Conv2d: out of memory");
+    if (!s) return ct_decref(weight), ct_decref(bias), NULL;
+    *s = *(const conv_state *)like->state;
+    ct_module *m = ct_module_new("Conv2d", conv_forward, s, free);
+    if (!m) return free(s), ct_decref(weight), ct_decref(bias), NULL;
+    if (ct_module_add_parameter(m, "weight", weight)) return ct_decref(bias), fail_free(m);
+    if (bias && ct_module_add_parameter(m, "bias", bias)) return fail_free(m);
+    char extra[64] = "";
+    if (s->padding[0])
+        snprintf(extra, sizeof extra, ", padding=(%lld, %lld)", (long long)s->padding[0], (long long)s->padding[1]);
+    const int64_t *w = ct_sizes(weight);
+    ct_module_set_extra_repr(m, "%lld, %lld, kernel_size=(%lld, %lld), stride=(%lld, %lld)%s%s",
+                             (long long)(w[1] * s->groups), (long long)w[0], (long long)w[2], (long long)w[3],
+                             (long long)s->stride[0], (long long)s->stride[1], extra, bias ? "" : ", bias=False");
+    return m;
+}
+
 /* ---- BatchNorm ------------------------------------------------------------------------ */
 
 typedef struct bn_state {
@@ -108,6 +137,12 @@ static ct_module *batchnorm(const char *type, int expect_dims, int64_t features,
     ct_module_set_extra_repr(m, "%lld, eps=%g, momentum=%g, affine=True, track_running_stats=True", (long long)features,
                              s->eps, s->momentum);
     return m;
+}
+
+bool cti_batchnorm2d_eps(const ct_module *m, double *eps) {
+    if (!m || m->forward != bn_forward || ((const bn_state *)m->state)->expect_dims != 4) return false;
+    *eps = ((const bn_state *)m->state)->eps;
+    return true;
 }
 
 ct_module *ct_nn_batchnorm2d(int64_t features, ct_batchnorm_opts o) { return batchnorm("BatchNorm2d", 4, features, o); }

@@ -158,6 +158,20 @@ ct_status ct_module_add_child(ct_module *m, const char *name, ct_module *child) 
     return CT_OK;
 }
 
+/* Fusion swaps children in place: the parent's forward looks its children
+ * up by name, so the new one must take the old one's name and position. */
+ct_status cti_module_replace_child(ct_module *m, const char *name, ct_module *child) {
+    for (int i = 0; m && name && child && i < m->nchildren; i++)
+        if (!strcmp(m->children[i].name, name)) {
+            ct_module_free(m->children[i].m);
+            m->children[i].m = child;
+            return CT_OK;
+        }
+    ct_module_free(child);
+    return ct_error_pending_or(CT_ERR_INVALID_ARG, "replace_child: %s has no child \"%s\"", m ? m->type : "NULL",
+                               name ? name : "(null)");
+}
+
 /* Lookups: an absent name is no error (NULL), a NULL name is. */
 static bool name_given(const char *op, const char *name) {
     CT_CHECK_RET(name != NULL, false, CT_ERR_INVALID_ARG, "%s: NULL name", op);

@@ -35,4 +35,16 @@ struct ct_module {
 /* Set the text shown inside the parentheses when the module is printed. */
 void ct_module_set_extra_repr(ct_module *m, const char *fmt, ...);
 
+/* Put child (owned from here on, freed on failure) in the place of m's
+ * child called name, which is freed; the name and position stay. */
+ct_status cti_module_replace_child(ct_module *m, const char *name, ct_module *child);
+
+/* For fuse.c (layers_nn.c keeps the layouts of the layers' state): whether
+ * m is a Conv2d of ct_nn_conv2d; a new Conv2d with like's stride, padding,
+ * dilation and groups around weight and bias (references taken; bias may be
+ * NULL); a BatchNorm2d of ct_nn_batchnorm2d's eps (false for other modules). */
+bool cti_is_conv2d(const ct_module *m);
+ct_module *cti_conv2d_like(const ct_module *like, ct_tensor *weight, ct_tensor *bias);
+bool cti_batchnorm2d_eps(const ct_module *m, double *eps);
+
 #endif /* CT_NN_MODULE_IMPL_H */
