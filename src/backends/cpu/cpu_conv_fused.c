@@ -280,55 +280,83 @@ static conv_dims dims_of(const ct_conv2d_geom *g, int64_t o, int64_t groups) {
         return buf;                                                                            \
     }                                                                                          \
                                                                                                \
-    /* The forward (grad_y NULL) or the input gradient (x NULL) of every                       \
-     * chunk; `a` is x or grad_y, `out` y or grad_x. */                                        \
+    /* The chunks of the forward (`a` = x, `out` = y) or the input gradient                    \
+     * (`a` = grad_y, `out` = grad_x) that fall to this thread: its share of                   \
+     * the enclosing parallel region, or all of them outside one (an orphaned                  \
+     * `omp for` runs on the calling thread alone).                                            \
+     */                                                                                        \
+    static void chunk_share_##SUF(const conv_dims *d, const ct_conv2d_geom *g,                \
+                                  const ct_conv_tap *taps, bool forward, const T *a,          \
+                                  const T *w, T *out, int *failed) {                          \
+        const int64_t in_image = forward ? d->c * d->hw : d->o * d->l;                         \
+        const int64_t out_image = forward ? d->o * d->l : d->c * d->hw;                        \
+        T *stage, *cols = scratch_##SUF(d, &stage);                                            \
+        if (!cols) {                                                                           \
+            _Pragma("omp atomic write") *failed = 1;                                           \
+        }                                                                                      \
+        _Pragma("omp for schedule(dynamic, 1)")                                                \
+        for (int64_t k = 0; k < d->chunks; k++) {                                              \
+            const int64_t n0 = k * d->chunk, nb = min64(d->chunk, d->n - n0);                  \
+            if (cols && forward)                                                               \
+                forward_chunk_##SUF(d, g, taps, a + n0 * in_image, w, out + n0 * out_image,    \
+                                    nb, cols, stage);                                          \
+            else if (cols)                                                                     \
+                grad_input_chunk_##SUF(d, g, taps, a + n0 * in_image, w,                       \
+                                       out + n0 * out_image, nb, cols, stage);                 \
+        }                                                                                      \
+        free(cols);                                                                            \
+    }                                                                                          \
+                                                                                               \
+    /* Every chunk, spread over our threads or, with too few chunks for them,                  \
+     * in turn outside any parallel region, so that each product may thread                    \
+     * itself on the same OpenMP pool (a product inside a one-thread region                    \
+     * would start a nested team on fresh threads, which contend with the                      \
+     * pool's spinning ones for the cores). */                                                 \
     static ct_status per_chunk_##SUF(const conv_dims *d, const ct_conv2d_geom *g,             \
                                      const ct_conv_tap *taps, bool forward, const T *a,       \
                                      const T *w, T *out) {                                    \
-        const int64_t in_image = forward ? d->c * d->hw : d->o * d->l;                         \
-        const int64_t out_image = forward ? d->o * d->l : d->c * d->hw;                        \
         int failed = 0;                                                                        \
-        _Pragma("omp parallel if (d->thread_chunks)") {                                        \
-            T *stage, *cols = scratch_##SUF(d, &stage);                                        \
-            if (!cols) {                                                                       \
-                _Pragma("omp atomic write") failed = 1;                                        \
-            }                                                                                  \
-            _Pragma("omp for schedule(dynamic, 1)")                                            \
-            for (int64_t k = 0; k < d->chunks; k++) {                                          \
-                const int64_t n0 = k * d->chunk, nb = min64(d->chunk, d->n - n0);              \
-                if (cols && forward)                                                           \
-                    forward_chunk_##SUF(d, g, taps, a + n0 * in_image, w,                      \
-                                        out + n0 * out_image, nb, cols, stage);                \
-                else if (cols)                                                                 \
-                    grad_input_chunk_##SUF(d, g, taps, a + n0 * in_image, w,                   \
-                                           out + n0 * out_image, nb, cols, stage);             \
-            }                                                                                  \
-            free(cols);                                                                        \
+        if (d->thread_chunks) {                                                                \
+            _Pragma("omp parallel") chunk_share_##SUF(d, g, taps, forward, a, w, out, &failed); \
+        } else {                                                                               \
+            chunk_share_##SUF(d, g, taps, forward, a, w, out, &failed);                        \
         }                                                                                      \
         return failed ? CT_ERR_OOM : CT_OK;                                                    \
     }                                                                                          \
                                                                                                \
-    /* Block b (images [b*block, ...)) adds its chunks into part + b*O*Kg                      \
-     * (zeroed); then gw = the blocks' sum, added in block order. */                           \
+    /* This thread's share of the weight-gradient blocks (as chunk_share).                     \
+     * Block b (images [b*block, ...)) adds its chunks into part + b*O*Kg                      \
+     * (zeroed). */                                                                            \
+    static void block_share_##SUF(const conv_dims *d, const ct_conv2d_geom *g,                \
+                                  const ct_conv_tap *taps, const T *gy, const T *x, T *part,  \
+                                  int *failed) {                                              \
+        const int64_t count = d->o * d->kg;                                                    \
+        T *stage, *cols = scratch_##SUF(d, &stage);                                            \
+        if (!cols) {                                                                           \
+            _Pragma("omp atomic write") *failed = 1;                                           \
+        }                                                                                      \
+        _Pragma("omp for schedule(dynamic, 1)")                                                \
+        for (int64_t b = 0; b < d->blocks; b++) {                                              \
+            const int64_t end = min64((b + 1) * d->block, d->n);                               \
+            for (int64_t n0 = b * d->block; cols && n0 < end; n0 += d->chunk)                  \
+                grad_weight_chunk_##SUF(d, g, taps, gy + n0 * d->o * d->l,                     \
+                                        x + n0 * d->c * d->hw, part + b * count,               \
+                                        min64(d->chunk, end - n0), cols, stage);               \
+        }                                                                                      \
+        free(cols);                                                                            \
+    }                                                                                          \
+                                                                                               \
+    /* Every block (threaded as per_chunk), then gw = the blocks' sum, added                   \
+     * in block order. */                                                                      \
     static ct_status grad_weight_##SUF(const conv_dims *d, const ct_conv2d_geom *g,           \
                                        const ct_conv_tap *taps, const T *gy, const T *x,      \
                                        T *part, T *gw) {                                      \
         const int64_t count = d->o * d->kg;                                                    \
         int failed = 0;                                                                        \
-        _Pragma("omp parallel if (d->thread_blocks)") {                                        \
-            T *stage, *cols = scratch_##SUF(d, &stage);                                        \
-            if (!cols) {                                                                       \
-                _Pragma("omp atomic write") failed = 1;                                        \
-            }                                                                                  \
-            _Pragma("omp for schedule(dynamic, 1)")                                            \
-            for (int64_t b = 0; b < d->blocks; b++) {                                          \
-                const int64_t end = min64((b + 1) * d->block, d->n);                           \
-                for (int64_t n0 = b * d->block; cols && n0 < end; n0 += d->chunk)              \
-                    grad_weight_chunk_##SUF(d, g, taps, gy + n0 * d->o * d->l,                 \
-                                            x + n0 * d->c * d->hw, part + b * count,           \
-                                            min64(d->chunk, end - n0), cols, stage);           \
-            }                                                                                  \
-            free(cols);                                                                        \
+        if (d->thread_blocks) {                                                                \
+            _Pragma("omp parallel") block_share_##SUF(d, g, taps, gy, x, part, &failed);       \
+        } else {                                                                               \
+            block_share_##SUF(d, g, taps, gy, x, part, &failed);                               \
         }                                                                                      \
         if (failed) return CT_ERR_OOM;                                                         \
         _Pragma("omp parallel for if (count * d->blocks >= CT_CPU_GRAIN)")                     \

@@ -166,11 +166,20 @@ static bool worth_threading(int64_t work) { return work >= 4 * (int64_t)CT_CPU_G
         /* Small products stay on one BLAS thread, so our threads take the batch. */               \
         const bool spread = d->m * d->n * d->k <= CT_BLAS_SINGLE_THREAD_WORK;                      \
         const int64_t work = d->batch * d->m * d->n * d->k;                                        \
-        _Pragma("omp parallel for if (spread && worth_threading(work))")                           \
-        for (int64_t bi = 0; bi < d->batch; bi++)                                                  \
-            blas_matmul_##SUF(&one, (const T *)a->base + bi * a->sb, a->sr, a->sc,                 \
-                              (const T *)b->base + bi * b->sb, b->sr, b->sc,                       \
-                              c + bi * d->m * d->n);                                               \
+        /* Not an `if` clause: a product inside a one-thread region would start                    \
+         * a nested team on fresh threads instead of using the OpenMP pool. */                     \
+        if (spread && worth_threading(work)) {                                                     \
+            _Pragma("omp parallel for")                                                            \
+            for (int64_t bi = 0; bi < d->batch; bi++)                                              \
+                blas_matmul_##SUF(&one, (const T *)a->base + bi * a->sb, a->sr, a->sc,             \
+                                  (const T *)b->base + bi * b->sb, b->sr, b->sc,                   \
+                                  c + bi * d->m * d->n);                                           \
+        } else {                                                                                   \
+            for (int64_t bi = 0; bi < d->batch; bi++)                                              \
+                blas_matmul_##SUF(&one, (const T *)a->base + bi * a->sb, a->sr, a->sc,             \
+                                  (const T *)b->base + bi * b->sb, b->sr, b->sc,                   \
+                                  c + bi * d->m * d->n);                                           \
+        }                                                                                          \
     }                                                                                              \
                                                                                                    \
     static ct_status matmul_##SUF(const mm_dims *d, const mm_operand *a, const mm_operand *b,      \
