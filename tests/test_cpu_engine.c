@@ -97,6 +97,7 @@ static const engine_case CASES[] = {
     {"non-contiguous input", 2, 16, 7, 9, 24, 3, 1, 1, 1, 1, true, true, false},
     {"needs negative right padding, bias", 2, 16, 7, 7, 16, 2, 2, 0, 1, 1, false, false, true},
     {"3 input channels (im2col wins), bias", 2, 3, 8, 8, 16, 3, 1, 1, 1, 1, false, false, true},
+    {"2x2 output (im2col wins)", 4, 32, 4, 4, 32, 3, 2, 1, 1, 1, false, false, false},
 };
 
 static int64_t out_size(const engine_case *e, int64_t in) {
@@ -156,10 +157,12 @@ static void run_case(const engine_case *e) {
         int64_t before = ct_cpu_dnnl_conv_runs();
         double *y, *gx, *gw, *gb;
         conv_results(e, CT_FLOAT32, xv, wv, bv, gyv, &y, &gx, &gw, &gb);
-        int64_t expect_runs = on && e->onednn && ct_backends_mkldnn_is_available() ? 3 : 0;
-        CT_EXPECT_MSG(ct_cpu_dnnl_conv_runs() - before == expect_runs,
-                      "%s (oneDNN %s): %lld oneDNN runs, expected %lld", e->name, on ? "on" : "off",
-                      (long long)(ct_cpu_dnnl_conv_runs() - before), (long long)expect_runs);
+        /* The forward runs on oneDNN wherever it takes the layer; a gradient may
+         * still go to im2col where oneDNN has no direct kernel for it. */
+        const int64_t runs = ct_cpu_dnnl_conv_runs() - before;
+        const bool expect = on && e->onednn && ct_backends_mkldnn_is_available();
+        CT_EXPECT_MSG(expect ? runs >= 1 && runs <= 3 : runs == 0, "%s (oneDNN %s): %lld oneDNN runs, expected %s",
+                      e->name, on ? "on" : "off", (long long)runs, expect ? "1 to 3" : "none");
         if (y && ry) {
             compare(e, on ? "y (oneDNN on)" : "y (oneDNN off)", y, ry, ny, fwd_terms);
             compare(e, on ? "dx (oneDNN on)" : "dx (oneDNN off)", gx, rgx, nx, dx_terms);

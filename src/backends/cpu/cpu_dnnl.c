@@ -21,8 +21,10 @@
  * Declining (CT_ERR_UNSUPPORTED, no error set) hands the call to the
  * im2col path (cpu_conv_fused.c): oneDNN absent or not the engine for this
  * CPU (cpu_gemm.c) or switched off (ct_backends_mkldnn_set_enabled), dtypes
- * other than float32, layers with few channels, geometries oneDNN cannot
- * express (an output size that would need negative right padding), and
+ * other than float32, layers with few channels or tiny outputs, geometries oneDNN cannot
+ * express (an output size that would need negative right padding) or has
+ * no direct kernel for (it would fall back to its own GEMM-based or
+ * reference convolution), and
  * deterministic algorithms switched on — oneDNN's weight gradient sums
  * per-thread partials, so its bits may change with the thread count, while
  * the im2col path sums in an order fixed by the shapes.
@@ -59,6 +61,11 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
  * 1- or 3-channel input ran at 7–20 GFLOP/s where im2col ran at 65–95
  * (bench/bench_conv, the W4 and ResNet-18 stems). */
 #define CT_DNNL_MIN_CHANNELS 16
+/* Output positions per image below which the im2col kernels win: on the
+ * ResNet-18 layers with 2×2 and 1×1 outputs oneDNN's forward ran at 55–97
+ * GFLOP/s where im2col ran at 90–134, and its weight gradient falls back to
+ * GEMM-based kernels (bench/bench_conv on AVX2; docs/performance.md). */
+#define CT_DNNL_MIN_OUTPUT_POSITIONS 16
 
 /* Plans kept at once: a ResNet-18 training step uses about 30. */
 #define CT_DNNL_PLANS 64
@@ -74,6 +81,7 @@ enum { OP_IN0, OP_IN1, OP_OUT, OP_COUNT };
 typedef struct conv_plan {
     conv_key key;
     int refs;             /* callers running it, plus one while cached */
+    bool declined;        /* oneDNN has no direct kernel for it: remembered, not retried */
     dnnl_primitive_t conv;
     int arg[OP_COUNT];    /* DNNL_ARG_* of each operand */
     dnnl_memory_desc_t user_md[OP_COUNT], inner_md[OP_COUNT], scratch_md, bias_md;
@@ -220,9 +228,30 @@ static void bind_operands(conv_plan *p, const conv_mds *m, const_dnnl_primitive_
     p->bias_md = m->bias;
 }
 
+/* A direct JIT convolution, not oneDNN's own GEMM-based or reference
+ * fallback: for those (the weight gradient of layers with 1×1 or 2×2
+ * outputs on AVX2: 6–64 GFLOP/s) ctorch's im2col kernels are faster. */
+static bool direct_kernel(const_dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        return false;
+    return strstr(impl, "gemm") == NULL && strstr(impl, "ref") == NULL;
+}
+
+/* A plan that declines every call: kept in the cache so that a shape oneDNN
+ * cannot serve well is not rebuilt on every call. */
+static conv_plan *declined_plan(const conv_key *k) {
+    conv_plan *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->key = *k;
+    p->declined = true;
+    p->refs = 1;
+    return p;
+}
+
 static conv_plan *plan_build(const conv_key *k) {
     conv_mds m;
-    if (!describe(k, &m)) return NULL;
+    if (!describe(k, &m)) return declined_plan(k);
     conv_plan *p = calloc(1, sizeof *p);
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t fwd = NULL, pd = NULL;
@@ -232,7 +261,7 @@ static conv_plan *plan_build(const conv_key *k) {
         p->key = *k;
         fwd = forward_pd(&m, k->bias != 0, attr);
         pd = k->dir == CT_CPU_CONV_FORWARD ? fwd : fwd ? direction_pd((int)k->dir, &m, attr, fwd) : NULL;
-        ok = pd != NULL;
+        ok = pd != NULL && direct_kernel(pd);
     }
     if (ok) {
         bind_operands(p, &m, pd);
@@ -246,14 +275,15 @@ static conv_plan *plan_build(const conv_key *k) {
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (!ok) {
         plan_destroy(p);
-        return NULL;
+        return declined_plan(k);
     }
     p->refs = 1;
     return p;
 }
 
 /* The cached plan for `k` with a reference for the caller, building it on
- * a miss; NULL when oneDNN cannot run this convolution. */
+ * a miss (a declined plan when oneDNN should not run this convolution);
+ * NULL only when out of memory. */
 static conv_plan *plan_acquire(const conv_key *k) {
     pthread_mutex_lock(&plans_lock);
     for (int i = 0; i < CT_DNNL_PLANS; i++)
@@ -380,14 +410,18 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
     const ct_kview *y = dir == CT_CPU_CONV_FORWARD ? out : in0;
     const int64_t o = y->shape[1];
     if (g->batch < 1 || g->channels % groups || o % groups) return CT_ERR_UNSUPPORTED;
-    if (g->channels / groups < CT_DNNL_MIN_CHANNELS || o / groups < CT_DNNL_MIN_CHANNELS)
+    if (g->channels / groups < CT_DNNL_MIN_CHANNELS || o / groups < CT_DNNL_MIN_CHANNELS ||
+        g->out_size[0] * g->out_size[1] < CT_DNNL_MIN_OUTPUT_POSITIONS)
         return CT_ERR_UNSUPPORTED;
     const conv_key k = {dir, g->batch, g->channels, g->in_size[0], g->in_size[1], o,
                         g->out_size[0], g->out_size[1], g->kernel[0], g->kernel[1],
                         g->stride[0], g->stride[1], g->padding[0], g->padding[1],
                         g->dilation[0], g->dilation[1], groups, bias != NULL};
     conv_plan *p = plan_acquire(&k);
-    if (!p) return CT_ERR_UNSUPPORTED;
+    if (!p || p->declined) {
+        if (p) plan_release(p);
+        return CT_ERR_UNSUPPORTED;
+    }
     void *const user[OP_COUNT] = {ct_cpu_base(in0), ct_cpu_base(in1), ct_cpu_base(out)};
     ct_status st = plan_run(p, user, bias ? ct_cpu_base(bias) : NULL);
     plan_release(p);
