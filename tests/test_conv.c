@@ -424,6 +424,29 @@ static void test_backward_finite_differences(void) {
     }
 }
 
+/* Kernels that hang over the padding for every output (the CPU runs them
+ * as the smaller convolution of the taps that read the image,
+ * cpu_conv_crop.c): the cropped rows, columns or both, with stride,
+ * dilation, groups and negative effective padding, against the float64
+ * definition. */
+static void test_cropped_kernels(void) {
+    const conv_case cases[] = {
+        {3, 8, 1, 1, 6, 3, 3, 1, {1, 1}, {1, 1}, {1, 1}, true, false},   /* centre tap only */
+        {2, 6, 2, 2, 4, 3, 3, 1, {2, 2}, {1, 1}, {1, 1}, false, false},  /* 2×2 -> 1×1, stride 2 */
+        {2, 4, 1, 5, 4, 3, 3, 2, {1, 1}, {1, 1}, {1, 1}, true, false},   /* rows cut, groups */
+        {2, 3, 1, 1, 2, 3, 3, 1, {1, 1}, {2, 2}, {2, 2}, true, false},   /* dilation 2 */
+        {1, 2, 2, 3, 3, 5, 4, 1, {3, 2}, {3, 2}, {1, 1}, false, true},   /* wide padding, unbatched */
+        {2, 4, 3, 3, 4, 3, 3, 4, {5, 5}, {1, 1}, {1, 1}, true, false},   /* depthwise, stride past the image */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int d = 0; d < 2; d++) {
+            check_forward(&cases[c], d ? CT_FLOAT64 : CT_FLOAT32, false);
+            check_backward(&cases[c], d ? CT_FLOAT64 : CT_FLOAT32, 7, false, false);
+        }
+        check_backward(&cases[c], CT_FLOAT32, 7, true, false);
+    }
+}
+
 /* Through autograd: ct_conv2d records ConvolutionBackward0, and
  * gradcheck (finite differences of the public op) accepts its gradients. */
 static ct_tensor *gradcheck_conv(ct_tensor *const *in, int n, void *user) {
@@ -776,6 +799,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_backward_finite_differences);
     CT_RUN(test_autograd);
     CT_RUN(test_chunked);
+    CT_RUN(test_cropped_kernels);
     CT_RUN(test_large_batches);
     CT_RUN(test_pytorch_fixtures);
     CT_RUN(test_shape_errors);

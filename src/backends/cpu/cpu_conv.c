@@ -156,10 +156,56 @@ static ct_status cpu_col2im(const ct_kview *im, const ct_kview *cols, const ct_c
 
 /* ---- whole convolutions: oneDNN first, then the im2col kernels --------------------------- */
 
+/* The im2col kernels on the cropped convolution where the kernel hangs over
+ * the padding (cpu_conv_crop.c); only their dtypes are worth the copy. */
+static bool croppable(const ct_kview *v, const ct_conv2d_geom *g, ct_conv2d_geom *cg, int64_t win[4]) {
+    return (v->dtype == CT_FLOAT32 || v->dtype == CT_FLOAT64) && ct_cpu_conv_crop(g, cg, win);
+}
+
+static ct_status im2col_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
+                                const ct_conv2d_geom *g, int64_t groups) {
+    ct_conv2d_geom cg;
+    int64_t win[4];
+    if (!croppable(w, g, &cg, win)) return ct_cpu_conv2d_forward(y, x, w, g, groups);
+    ct_kview wc;
+    void *buf = ct_cpu_conv_crop_weight(w, win, &wc);
+    if (!buf) return ct_error_set(CT_ERR_OOM, "conv2d: out of memory cropping the weight");
+    ct_status st = ct_cpu_conv2d_forward(y, x, &wc, &cg, groups);
+    free(buf);
+    return st;
+}
+
+static ct_status im2col_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
+                                       const ct_conv2d_geom *g, int64_t groups) {
+    ct_conv2d_geom cg;
+    int64_t win[4];
+    if (!croppable(w, g, &cg, win)) return ct_cpu_conv2d_backward_input(dx, dy, w, g, groups);
+    ct_kview wc;
+    void *buf = ct_cpu_conv_crop_weight(w, win, &wc);
+    if (!buf) return ct_error_set(CT_ERR_OOM, "conv2d_backward: out of memory cropping the weight");
+    ct_status st = ct_cpu_conv2d_backward_input(dx, dy, &wc, &cg, groups);
+    free(buf);
+    return st;
+}
+
+static ct_status im2col_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
+                                        const ct_conv2d_geom *g, int64_t groups) {
+    ct_conv2d_geom cg;
+    int64_t win[4];
+    if (!croppable(dw, g, &cg, win)) return ct_cpu_conv2d_backward_weight(dw, dy, x, g, groups);
+    ct_kview dwc;
+    void *buf = ct_cpu_conv_crop_grad_buffer(dw, win, &dwc);
+    if (!buf) return ct_error_set(CT_ERR_OOM, "conv2d_backward: out of memory for the weight gradient");
+    ct_status st = ct_cpu_conv2d_backward_weight(&dwc, dy, x, &cg, groups);
+    if (st == CT_OK) ct_cpu_conv_uncrop_grad(dw, win, buf);
+    free(buf);
+    return st;
+}
+
 static ct_status conv_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
                               const ct_conv2d_geom *g, int64_t groups) {
     ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_FORWARD, y, x, w, NULL, g, groups);
-    return st != CT_ERR_UNSUPPORTED ? st : ct_cpu_conv2d_forward(y, x, w, g, groups);
+    return st != CT_ERR_UNSUPPORTED ? st : im2col_forward(y, x, w, g, groups);
 }
 
 /* Only oneDNN adds the bias inside; otherwise the core adds it after conv_forward. */
@@ -171,13 +217,13 @@ static ct_status conv_forward_bias(const ct_kview *y, const ct_kview *x, const c
 static ct_status conv_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
                                      const ct_conv2d_geom *g, int64_t groups) {
     ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_INPUT, dx, dy, w, NULL, g, groups);
-    return st != CT_ERR_UNSUPPORTED ? st : ct_cpu_conv2d_backward_input(dx, dy, w, g, groups);
+    return st != CT_ERR_UNSUPPORTED ? st : im2col_backward_input(dx, dy, w, g, groups);
 }
 
 static ct_status conv_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
                                       const ct_conv2d_geom *g, int64_t groups) {
     ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_WEIGHT, dw, dy, x, NULL, g, groups);
-    return st != CT_ERR_UNSUPPORTED ? st : ct_cpu_conv2d_backward_weight(dw, dy, x, g, groups);
+    return st != CT_ERR_UNSUPPORTED ? st : im2col_backward_weight(dw, dy, x, g, groups);
 }
 
 /* 1 MiB of float32: the column matrix of a chunk stays in L2 between

@@ -68,4 +68,17 @@ ct_status ct_cpu_conv2d_backward_input(const ct_kview *dx, const ct_kview *dy, c
 ct_status ct_cpu_conv2d_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
                                         const ct_conv2d_geom *g, int64_t groups);
 
+/* ---- cropped kernels (cpu_conv_crop.c) ----------------------------------------------
+ * When the kernel taps that ever read inside the image form a smaller
+ * window [win[0], win[1]) × [win[2], win[3]) than the kernel, *cropped is
+ * the equivalent convolution with that window as its kernel (true), else
+ * false. crop_weight copies a contiguous weight to the window (a buffer the
+ * caller frees; NULL when out of memory) and describes it in *out;
+ * crop_grad_buffer makes an uninitialised one for a weight gradient, which
+ * uncrop_grad writes back into dw with zeros for the cut taps. */
+bool ct_cpu_conv_crop(const ct_conv2d_geom *g, ct_conv2d_geom *cropped, int64_t win[4]);
+void *ct_cpu_conv_crop_weight(const ct_kview *w, const int64_t win[4], ct_kview *out);
+void *ct_cpu_conv_crop_grad_buffer(const ct_kview *dw, const int64_t win[4], ct_kview *out);
+void ct_cpu_conv_uncrop_grad(const ct_kview *dw, const int64_t win[4], const void *buf);
+
 #endif /* CT_CPU_CONV_H */
