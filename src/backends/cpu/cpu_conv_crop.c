@@ -56,6 +56,16 @@ bool ct_cpu_conv_crop(const ct_conv2d_geom *g, ct_conv2d_geom *cropped, int64_t 
     return true;
 }
 
+/* Rows of one to three elements (the common case: a 3×3 kernel cut to its
+ * centre) are too short for a memcpy call to pay. */
+static void copy_row(char *dst, const char *src, int64_t count, size_t es) {
+    if (es == sizeof(float) && count <= 3) {
+        for (int64_t k = 0; k < count; k++) ((float *)(void *)dst)[k] = ((const float *)(const void *)src)[k];
+        return;
+    }
+    memcpy(dst, src, (size_t)count * es);
+}
+
 /* A contiguous [O, Cg, kh', kw'] view of `buf` shaped like w but for the window. */
 static ct_kview window_view(const ct_kview *w, const int64_t win[4], void *buf) {
     ct_kview v = *w;
@@ -74,9 +84,8 @@ void *ct_cpu_conv_crop_weight(const ct_kview *w, const int64_t win[4], ct_kview 
     const char *src = ct_cpu_base(w); /* contiguous, as the whole-convolution entries get it */
     for (int64_t p = 0; p < planes; p++)
         for (int64_t i = 0; i < kh; i++)
-            memcpy(buf + (size_t)((p * kh + i) * kw) * es,
-                   src + (size_t)((p * w->shape[2] + win[0] + i) * w->shape[3] + win[2]) * es,
-                   (size_t)kw * es);
+            copy_row(buf + (size_t)((p * kh + i) * kw) * es,
+                     src + (size_t)((p * w->shape[2] + win[0] + i) * w->shape[3] + win[2]) * es, kw, es);
     *out = window_view(w, win, buf);
     return buf;
 }
@@ -95,6 +104,6 @@ void ct_cpu_conv_uncrop_grad(const ct_kview *dw, const int64_t win[4], const voi
     memset(dst, 0, (size_t)(planes * dw->shape[2] * dw->shape[3]) * es);
     for (int64_t p = 0; p < planes; p++)
         for (int64_t i = 0; i < kh; i++)
-            memcpy(dst + (size_t)((p * dw->shape[2] + win[0] + i) * dw->shape[3] + win[2]) * es,
-                   (const char *)buf + (size_t)((p * kh + i) * kw) * es, (size_t)kw * es);
+            copy_row(dst + (size_t)((p * dw->shape[2] + win[0] + i) * dw->shape[3] + win[2]) * es,
+                     (const char *)buf + (size_t)((p * kh + i) * kw) * es, kw, es);
 }

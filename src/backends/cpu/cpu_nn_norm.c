@@ -133,14 +133,22 @@ ct_status ct_cpu_batch_norm_apply(const ct_kview *out, const ct_kview *in, const
                                   const ct_kview *invstd, const ct_kview *weight,
                                   const ct_kview *bias, int64_t n, int64_t c, int64_t s) {
     const int64_t esz = (int64_t)ct_dtype_size(in->dtype);
+    /* Each channel's scale and shift once, not once per (image, channel)
+     * row: deep layers have rows of one to four elements. */
+    double *ab = malloc(sizeof(double) * (size_t)(2 * (c > 0 ? c : 1)));
+    if (!ab) return ct_error_set(CT_ERR_OOM, "batch_norm: out of memory");
+    for (int64_t j = 0; j < c; j++) {
+        ab[2 * j] = ct_cpu_nn_at(invstd, j) * (weight ? ct_cpu_nn_at(weight, j) : 1.0);
+        ab[2 * j + 1] = (bias ? ct_cpu_nn_at(bias, j) : 0.0) - ct_cpu_nn_at(mean, j) * ab[2 * j];
+    }
+    const char *src = ct_cpu_base(in);
+    char *dst = ct_cpu_base(out);
 #pragma omp parallel for schedule(static) if (n * c * s >= CT_CPU_GRAIN)
     for (int64_t r = 0; r < n * c; r++) {
         int64_t j = r % c;
-        double a = ct_cpu_nn_at(invstd, j) * (weight ? ct_cpu_nn_at(weight, j) : 1.0);
-        double b = (bias ? ct_cpu_nn_at(bias, j) : 0.0) - ct_cpu_nn_at(mean, j) * a;
-        affine_row(ct_cpu_base(in) + r * s * esz, ct_cpu_base(out) + r * s * esz, s, in->dtype, a,
-                   b);
+        affine_row(src + r * s * esz, dst + r * s * esz, s, in->dtype, ab[2 * j], ab[2 * j + 1]);
     }
+    free(ab);
     return CT_OK;
 }
 
