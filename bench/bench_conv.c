@@ -7,7 +7,9 @@
  * kernels. The two columns
  * are the measurement behind the engine choice in docs/performance.md.
  *
- * Usage: bench_conv [threads]   (prints GFLOP/s; higher is better)
+ * Usage: bench_conv [threads]   (prints GFLOP/s, best of several runs; higher
+ * is better). Forward+backward counts 3× the forward's FLOPs, though the
+ * first layer of a network needs no input gradient.
  */
 #include "bench_common.h" /* first: it sets _POSIX_C_SOURCE */
 
@@ -40,13 +42,15 @@ static double layer_flops(const layer *l) {
     return 2.0 * (double)(l->n * l->o * oh * oh) * (double)(l->c * l->k * l->k);
 }
 
-/* Median seconds of `reps` runs of one layer (forward only, or forward and both gradients). */
+/* The best of `reps` runs of one layer in seconds (forward only, or forward
+ * and both gradients): on a shared machine the fastest run is the one
+ * least disturbed, and both columns are taken the same way. */
 static double time_layer(const layer *l, bool backward, int reps) {
     double t[BENCH_MAX_REPEATS];
     CT_SCOPE {
         ct_tensor *x = ct_randn(CT_SHAPE(l->n, l->c, l->hw, l->hw), .requires_grad = backward);
         ct_tensor *w = ct_randn(CT_SHAPE(l->o, l->c, l->k, l->k), .requires_grad = backward);
-        for (int r = -1; r < reps; r++) {
+        for (int r = -2; r < reps; r++) { /* two warm-up runs: plans, caches, page faults */
             double t0 = bench_now();
             CT_SCOPE {
                 ct_tensor *y = ct_conv2d(x, w, NULL, CT_PAIR(l->stride, l->stride), CT_PAIR(l->pad, l->pad),
@@ -57,7 +61,9 @@ static double time_layer(const layer *l, bool backward, int reps) {
             ct_set_grad(x, NULL), ct_set_grad(w, NULL);
         }
     }
-    return bench_median(t, reps);
+    double best = t[0];
+    for (int r = 1; r < reps; r++) best = t[r] < best ? t[r] : best;
+    return best;
 }
 
 int main(int argc, char **argv) {
@@ -71,8 +77,8 @@ int main(int argc, char **argv) {
         double f = layer_flops(l), r[4];
         for (int mode = 0; mode < 2; mode++) {
             ct_backends_mkldnn_set_enabled(mode == 0);
-            r[mode] = f / time_layer(l, false, 5) / 1e9;
-            r[2 + mode] = 3 * f / time_layer(l, true, 3) / 1e9;
+            r[mode] = f / time_layer(l, false, 9) / 1e9;
+            r[2 + mode] = 3 * f / time_layer(l, true, 5) / 1e9;
         }
         ct_backends_mkldnn_set_enabled(true);
         printf("%-26s %14.1f %14.1f %14.1f %14.1f\n", l->name, r[0], r[1], r[2], r[3]);
