@@ -723,13 +723,6 @@ static int max_threads(void) {
 #endif
 }
 
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
 
 /* y and all three gradients of case k, as float64 values in one array
  * (caller frees). */
@@ -773,11 +766,11 @@ static void test_large_batches(void) {
         operands op = make_operands(k, CT_FLOAT32, false);
         ct_tensor *gy = ct_test_random(shape_y(k), CT_FLOAT32, -1, 1, NULL);
         const int threads = max_threads();
-        set_threads(1);
+        ct_test_set_threads(1);
         double *one = conv_all(k, &op, gy);
-        set_threads(threads > 1 ? threads : 2);
+        ct_test_set_threads(threads > 1 ? threads : 2);
         double *many = conv_all(k, &op, gy);
-        set_threads(threads);
+        ct_test_set_threads(threads);
         const int64_t total = numel_y(k) + numel_x(k) + numel_w(k) + k->o;
         CT_EXPECT_MSG(memcmp(one, many, sizeof(double) * (size_t)total) == 0,
                       "case %zu: results differ between 1 and %d threads", i, threads);

@@ -197,19 +197,12 @@ static void test_deterministic_declines_onednn(void) {
 
 /* ---- results do not depend on the thread count ------------------------------------------- */
 
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
 
 /* The values of a @ b with 1 and with 2 threads, bit for bit. */
 static void check_matmul_threads(int64_t m, int64_t n, int64_t k) {
     double *r[2];
     for (int t = 0; t < 2; t++) {
-        set_threads(t + 1);
+        ct_test_set_threads(t + 1);
         ct_manual_seed(11);
         CT_SCOPE { r[t] = ct_test_values(ct_matmul(ct_randn(CT_SHAPE(m, k)), ct_randn(CT_SHAPE(k, n)))); }
     }
@@ -227,7 +220,7 @@ static void check_conv_threads(const engine_case *e) {
     double *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw), *gyv = malloc(sizeof(double) * ny);
     ct_test_fill_uniform(xv, nx, -1, 1), ct_test_fill_uniform(wv, nw, -1, 1), ct_test_fill_uniform(gyv, ny, -1, 1);
     for (int t = 0; t < 2; t++) {
-        set_threads(t + 1);
+        ct_test_set_threads(t + 1);
         conv_results(e, CT_FLOAT32, xv, wv, NULL, gyv, &y[t], &gx[t], &gw[t], &gb[t]);
     }
     CT_EXPECT_MSG(y[0] && y[1] && memcmp(y[0], y[1], sizeof(double) * ny) == 0, "%s: y differs by threads", e->name);
@@ -257,7 +250,7 @@ static void test_thread_count_independence(void) {
         {"32->64 13x13, batch 128", 128, 32, 13, 13, 64, 3, 1, 0, 1, 1, true, false, false},
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) check_conv_threads(&big[i]);
-    set_threads(saved);
+    ct_test_set_threads(saved);
 }
 
 int main(int argc, char **argv) {

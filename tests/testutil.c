@@ -10,6 +10,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/backend.h" /* ct_backend_for: which backends this build has */
 
@@ -329,4 +332,12 @@ ct_tensor *ct_test_noncontiguous(const double *vals, ct_shape shape, ct_dtype dt
         return NULL;
     }
     return store_view;
+}
+
+void ct_test_set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
 }

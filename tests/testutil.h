@@ -98,6 +98,10 @@ uint64_t ct_test_rand_u64(void);
 double ct_test_uniform(double lo, double hi);
 int64_t ct_test_randint(int64_t lo, int64_t hi); /* [lo, hi) */
 
+/* OpenMP's thread count for the following parallel regions (a no-op in a
+ * build without OpenMP, which runs on one thread). */
+void ct_test_set_threads(int n);
+
 /* Fill a host double array of n elements with uniform values in [lo, hi). */
 void ct_test_fill_uniform(double *x, int64_t n, double lo, double hi);
 /* A CPU tensor of `dt` from float64 host values (rounded to dt). */

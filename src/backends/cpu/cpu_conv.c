@@ -162,28 +162,22 @@ static bool croppable(const ct_kview *v, const ct_conv2d_geom *g, ct_conv2d_geom
     return (v->dtype == CT_FLOAT32 || v->dtype == CT_FLOAT64) && ct_cpu_conv_crop(g, cg, win);
 }
 
-static ct_status im2col_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
-                                const ct_conv2d_geom *g, int64_t groups) {
-    ct_conv2d_geom cg;
-    int64_t win[4];
-    if (!croppable(w, g, &cg, win)) return ct_cpu_conv2d_forward(y, x, w, g, groups);
-    ct_kview wc;
-    void *buf = ct_cpu_conv_crop_weight(w, win, &wc);
-    if (!buf) return ct_error_set(CT_ERR_OOM, "conv2d: out of memory cropping the weight");
-    ct_status st = ct_cpu_conv2d_forward(y, x, &wc, &cg, groups);
-    free(buf);
-    return st;
-}
+/* ct_cpu_conv2d_forward or ct_cpu_conv2d_backward_input: out from `a` and the weight w. */
+typedef ct_status (*weight_conv_fn)(const ct_kview *out, const ct_kview *a, const ct_kview *w,
+                                    const ct_conv2d_geom *g, int64_t groups);
 
-static ct_status im2col_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
-                                       const ct_conv2d_geom *g, int64_t groups) {
+/* The forward or the input gradient, both read the weight: on the cropped
+ * weight where the kernel hangs over the padding. */
+static ct_status im2col_with_weight(weight_conv_fn fn, const char *op, const ct_kview *out,
+                                    const ct_kview *a, const ct_kview *w, const ct_conv2d_geom *g,
+                                    int64_t groups) {
     ct_conv2d_geom cg;
     int64_t win[4];
-    if (!croppable(w, g, &cg, win)) return ct_cpu_conv2d_backward_input(dx, dy, w, g, groups);
+    if (!croppable(w, g, &cg, win)) return fn(out, a, w, g, groups);
     ct_kview wc;
     void *buf = ct_cpu_conv_crop_weight(w, win, &wc);
-    if (!buf) return ct_error_set(CT_ERR_OOM, "conv2d_backward: out of memory cropping the weight");
-    ct_status st = ct_cpu_conv2d_backward_input(dx, dy, &wc, &cg, groups);
+    if (!buf) return ct_error_set(CT_ERR_OOM, "%s: out of memory cropping the weight", op);
+    ct_status st = fn(out, a, &wc, &cg, groups);
     free(buf);
     return st;
 }
@@ -205,7 +199,7 @@ static ct_status im2col_backward_weight(const ct_kview *dw, const ct_kview *dy, 
 static ct_status conv_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
                               const ct_conv2d_geom *g, int64_t groups) {
     ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_FORWARD, y, x, w, NULL, g, groups);
-    return st != CT_ERR_UNSUPPORTED ? st : im2col_forward(y, x, w, g, groups);
+    return st != CT_ERR_UNSUPPORTED ? st : im2col_with_weight(ct_cpu_conv2d_forward, "conv2d", y, x, w, g, groups);
 }
 
 /* Only oneDNN adds the bias inside; otherwise the core adds it after conv_forward. */
@@ -217,7 +211,9 @@ static ct_status conv_forward_bias(const ct_kview *y, const ct_kview *x, const c
 static ct_status conv_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
                                      const ct_conv2d_geom *g, int64_t groups) {
     ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_INPUT, dx, dy, w, NULL, g, groups);
-    return st != CT_ERR_UNSUPPORTED ? st : im2col_backward_input(dx, dy, w, g, groups);
+    return st != CT_ERR_UNSUPPORTED
+               ? st
+               : im2col_with_weight(ct_cpu_conv2d_backward_input, "conv2d_backward", dx, dy, w, g, groups);
 }
 
 static ct_status conv_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
