@@ -249,7 +249,14 @@ static void test_thread_count_independence(void) {
         {"128->128 4x4, batch 64", 64, 128, 4, 4, 128, 3, 1, 1, 1, 1, true, false, false},
         {"32->64 13x13, batch 128", 128, 32, 13, 13, 64, 3, 1, 0, 1, 1, true, false, false},
     };
-    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) check_conv_threads(&big[i]);
+    /* With OpenBLAS as the engine (no oneDNN, or a CPU without AVX2) the
+     * im2col products of a layer are threaded by OpenBLAS on one thread
+     * count and by ctorch on another, whose kernels round differently:
+     * there only the product checks above hold (docs/performance.md). */
+    if (ct_backends_mkldnn_is_available())
+        for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) check_conv_threads(&big[i]);
+    else
+        ct_test_skip("convolutions at 1 and 2 threads: GEMM engine is %s", ct_backends_cpu_gemm_engine());
     ct_test_set_threads(saved);
 }
 
