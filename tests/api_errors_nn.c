@@ -19,6 +19,9 @@ static void rows_modules(void) {
     const char *names[4];
     PROP_PTR(ct_forward, (NM, F.t));
     PROP_PTR(ct_forward, (F.m, NT));
+    PROP_PTR(ct_forward_relu, (NM, F.t));
+    PROP_PTR(ct_forward_relu, (F.m, NT));
+    ERR_PTR(ct_forward_relu, (F.m, F.img), "linear");
     ERR_PTR(ct_forward, (F.m, F.img), "linear");
     ERR_PTR(ct_forward, (F.silent, F.t), "Silent: forward returned NULL without setting an error");
     ERR_PTR(ct_forward, (F.silent, (ct_set_error(CT_ERR_STATE, "stale"), F.t)), "Silent: forward returned NULL");

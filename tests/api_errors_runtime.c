@@ -123,6 +123,10 @@ static void rows_functional(void) {
     ERR_PTR(ct_conv2d, (F.img, F.img, NT, k1, kbig, k1, 1), "conv2d: padding value");
     ERR_PTR(ct_conv2d, (F.img, F.img, NT, k1, k0, kbig, 1), "conv2d: dilation value");
     ERR_PTR(ct_conv2d, (F.t, F.img, NT, k1, k0, k1, 1), "conv2d");
+    PROP_PTR(ct_conv2d_relu, (NT, F.img, NT, k1, k0, k1, 1));
+    PROP_PTR(ct_conv2d_relu, (F.img, NT, NT, k1, k0, k1, 1));
+    ERR_PTR(ct_conv2d_relu, (F.img, F.img, NT, k0, k0, k1, 1), "conv2d_relu");
+    ERR_PTR(ct_conv2d_relu, (F.t, F.img, NT, k1, k0, k1, 1), "conv2d_relu");
     PROP_PTR(ct_max_pool2d, (NT, k2, k2, k0, k1, false));
     ERR_PTR(ct_max_pool2d, (F.img, NULL, k2, k0, k1, false), "max_pool2d: kernel_size must be given");
     ERR_PTR(ct_max_pool2d, (F.img, k0, k2, k0, k1, false), "max_pool2d");

@@ -67,7 +67,8 @@ static ct_shape conv_out_shape(const bo_conv_geom *g) {
     return g->unbatched ? CT_SHAPE(g->o, oh, ow) : CT_SHAPE(g->n, g->o, oh, ow);
 }
 
-/* c->op: 0 forward, 1 grad_input, 2 grad_weight, 3 grad_bias. */
+/* c->op: 0 forward, 1 grad_input, 2 grad_weight, 3 grad_bias, 4 the fused
+ * relu(conv2d) forward. */
 static void run_conv2d(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
                        ct_tensor **out, char *desc, size_t dn) {
     bo_conv_geom g = conv_variant(v, r);
@@ -83,8 +84,9 @@ static void run_conv2d(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
              (long long)g.stride[0], (long long)g.stride[1], (long long)g.padding[0],
              (long long)g.padding[1], (long long)g.dilation[0], (long long)g.dilation[1],
              (long long)g.groups, g.bias ? ", bias" : "");
-    if (c->op == 0) {
-        out[0] = ct_conv2d(x, w, b, g.stride, g.padding, g.dilation, g.groups);
+    if (c->op == 0 || c->op == 4) {
+        out[0] = c->op == 0 ? ct_conv2d(x, w, b, g.stride, g.padding, g.dilation, g.groups)
+                            : ct_conv2d_relu(x, w, b, g.stride, g.padding, g.dilation, g.groups);
         if (dev.type == CT_DEVICE_CPU) /* the magnitudes of the terms: |x| * |w| + |b| */
             out[2] = ct_conv2d(bo_abs64(x), bo_abs64(w), b ? bo_abs64(b) : NULL, g.stride,
                                g.padding, g.dilation, g.groups);
@@ -105,4 +107,5 @@ static void run_conv2d(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
 /* The forward takes integers (no bool); the gradients need floats. */
 #define BO_CONV_CASES                                                                              \
     CONV("conv2d", 0, BO_DT_NOBOOL), CONV("conv2d_grad_input", 1, BO_DT_FLOAT),                    \
-    CONV("conv2d_grad_weight", 2, BO_DT_FLOAT), CONV("conv2d_grad_bias", 3, BO_DT_FLOAT),
+    CONV("conv2d_grad_weight", 2, BO_DT_FLOAT), CONV("conv2d_grad_bias", 3, BO_DT_FLOAT),         \
+    CONV("conv2d_relu", 4, BO_DT_FLOAT),

@@ -14,7 +14,9 @@
 #endif
 
 #include "conv_fixture.h"
+#include "ctorch/functional.h"
 #include "ctorch/functional_conv.h"
+#include "ctorch/nn.h"
 #include "core/backend_conv.h"
 #include "ops/conv.h"
 #include "testutil.h"
@@ -447,6 +449,68 @@ static void test_cropped_kernels(void) {
     }
 }
 
+/* relu(conv2d) as one op (ct_conv2d_relu, ct_forward_relu): the values and
+ * gradients of ct_relu(ct_conv2d(…)) exactly (relu is exact, and the fused
+ * kernel sums in the same order as the unfused one), on layers that oneDNN
+ * takes (16+ channels) and on layers that go to im2col, with and without
+ * bias, batched and not. */
+static void check_conv_relu(const conv_case *k, ct_dtype dt) {
+    CT_SCOPE {
+        ct_tensor *x = ct_randn(shape_x(k), .dtype = dt, .requires_grad = true);
+        ct_tensor *w = ct_randn(shape_w(k), .dtype = dt, .requires_grad = true);
+        ct_tensor *b = k->bias ? ct_randn(CT_SHAPE(k->o), .dtype = dt, .requires_grad = true) : NULL;
+        ct_tensor *fused = ct_conv2d_relu(x, w, b, k->stride, k->padding, k->dilation, k->groups);
+        ct_tensor *plain = ct_relu(ct_conv2d(x, w, b, k->stride, k->padding, k->dilation, k->groups));
+        CT_EXPECT_MSG(fused && plain, "conv2d_relu: %s", ct_last_error());
+        if (fused && plain) {
+            CT_EXPECT(ct_grad_fn_name(fused) && strcmp(ct_grad_fn_name(fused), "ConvolutionReluBackward0") == 0);
+            double *want = ct_test_values(plain);
+            CT_EXPECT_CLOSE(fused, want, ct_numel(plain), 0, 0);
+            free(want);
+            ct_tensor *gy = ct_randn(ct_shape_of(fused), .dtype = dt);
+            ct_tensor *leaves[3] = {x, w, b};
+            double *grads[2][3] = {{0}};
+            ct_tensor *roots[2] = {fused, plain};
+            for (int r = 0; r < 2; r++) {
+                CT_EXPECT_INT_EQ(ct_backward_ex(roots[r], gy, false), CT_OK);
+                for (int i = 0; i < 3; i++)
+                    if (leaves[i]) grads[r][i] = ct_test_values(ct_grad(leaves[i])), ct_set_grad(leaves[i], NULL);
+            }
+            for (int i = 0; i < 3; i++) {
+                if (!leaves[i]) continue;
+                ct_tensor *got = ct_test_tensor(grads[0][i], ct_shape_of(leaves[i]), CT_FLOAT64);
+                CT_EXPECT_CLOSE(got, grads[1][i], ct_numel(leaves[i]), 0, 0);
+                free(grads[0][i]), free(grads[1][i]);
+            }
+        }
+    }
+}
+
+static void test_conv_relu(void) {
+    const conv_case cases[] = {
+        {4, 16, 8, 8, 32, 3, 3, 1, {1, 1}, {1, 1}, {1, 1}, true, false},   /* oneDNN, bias + relu inside */
+        {4, 16, 8, 8, 16, 3, 3, 1, {1, 1}, {1, 1}, {1, 1}, false, false},  /* oneDNN, relu inside */
+        {2, 3, 7, 6, 5, 3, 2, 1, {2, 1}, {1, 0}, {1, 1}, true, false},     /* im2col, then relu */
+        {1, 4, 5, 5, 4, 3, 3, 2, {1, 1}, {1, 1}, {1, 1}, true, true},      /* unbatched, groups */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        check_conv_relu(&cases[c], CT_FLOAT32);
+        check_conv_relu(&cases[c], CT_FLOAT64);
+    }
+    CT_SCOPE { /* the module form, and its fallback for a module that is not a Conv2d */
+        ct_module *conv = ct_nn_conv2d(16, 16, 3, (ct_conv2d_opts){.padding = 1});
+        ct_module *lin = ct_nn_linear(5, 3, true);
+        ct_tensor *x = ct_randn(CT_SHAPE(2, 16, 8, 8)), *v = ct_randn(CT_SHAPE(4, 5));
+        double *want = ct_test_values(ct_relu(ct_forward(conv, x)));
+        CT_EXPECT_CLOSE(ct_forward_relu(conv, x), want, 2 * 16 * 64, 0, 0);
+        free(want);
+        want = ct_test_values(ct_relu(ct_forward(lin, v)));
+        CT_EXPECT_CLOSE(ct_forward_relu(lin, v), want, 12, 0, 0);
+        free(want);
+        ct_module_free(conv), ct_module_free(lin);
+    }
+}
+
 /* Through autograd: ct_conv2d records ConvolutionBackward0, and
  * gradcheck (finite differences of the public op) accepts its gradients. */
 static ct_tensor *gradcheck_conv(ct_tensor *const *in, int n, void *user) {
@@ -793,6 +857,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_autograd);
     CT_RUN(test_chunked);
     CT_RUN(test_cropped_kernels);
+    CT_RUN(test_conv_relu);
     CT_RUN(test_large_batches);
     CT_RUN(test_pytorch_fixtures);
     CT_RUN(test_shape_errors);

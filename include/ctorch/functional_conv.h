@@ -31,6 +31,16 @@ CT_API ct_tensor *ct_conv2d(const ct_tensor *input, const ct_tensor *weight, con
                             const int64_t stride[2], const int64_t padding[2],
                             const int64_t dilation[2], int64_t groups);
 
+/* relu(conv2d(input, weight, bias, …)) as one op: the same values and
+ * gradients as ct_relu(ct_conv2d(…)), computed in one pass where the backend
+ * can fuse them (the CPU's oneDNN convolutions add the bias and apply the
+ * relu inside the convolution), which saves a pass over the output and its
+ * memory. PyTorch has no eager functional for it (its fusers make
+ * ConvReLU2d); the autograd node is ConvolutionReluBackward0. */
+CT_API ct_tensor *ct_conv2d_relu(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                                 const int64_t stride[2], const int64_t padding[2],
+                                 const int64_t dilation[2], int64_t groups);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,11 @@ typedef ct_tensor *(*ct_forward_fn)(ct_module *self, const ct_tensor *input);
 
 /* ---- using modules ---- */
 CT_API ct_tensor *ct_forward(ct_module *m, const ct_tensor *input);
+/* ct_relu(ct_forward(m, input)), fused into the convolution when m is a
+ * Conv2d (ct_conv2d_relu): for forward functions of the form
+ * `F.relu(self.conv(x))`, which they compute in one pass where the backend
+ * can. Same values, gradients and errors as the two calls. */
+CT_API ct_tensor *ct_forward_relu(ct_module *m, const ct_tensor *input);
 CT_API void ct_module_free(ct_module *m);
 /* module.to(device): moves parameters and buffers in place; returns m. */
 CT_API ct_module *ct_module_to(ct_module *m, ct_device device);

@@ -138,6 +138,8 @@ ct_tensor *cta_record_gather(ct_tensor *out, const ct_tensor *a, int dim, const 
 struct cti_conv2d_params;
 struct cti_pool2d_params;
 ct_tensor *cta_conv2d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b, const struct cti_conv2d_params *p);
+ct_tensor *cta_conv2d_relu(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b,
+                           const struct cti_conv2d_params *p);
 ct_tensor *cta_max_pool2d(const ct_tensor *x, const struct cti_pool2d_params *p, ct_tensor **indices);
 ct_tensor *cta_avg_pool2d(const ct_tensor *x, const struct cti_pool2d_params *p);
 ct_tensor *cta_adaptive_avg_pool2d(const ct_tensor *x, const int64_t output_size[2]);

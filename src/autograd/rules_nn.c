@@ -49,6 +49,32 @@ ct_tensor *cta_conv2d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b
     return n ? recorded(out, keep_params(n, p, sizeof *p) && !cta_save(n, 0, x) && !cta_save(n, 1, w)) : NULL;
 }
 
+/* relu(conv2d): the gradient through the relu (g where the output is
+ * positive, as ReluBackward0), then conv2d's. */
+static ct_status conv_relu_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *x = cta_saved(n, 0), *w = cta_saved(n, 1), *y = cta_saved(n, 2);
+    if (n->freed) return ct_last_status();
+    ct_tensor *positive = cti_binary_scalar(CT_BIN_GT, y, 0.0);
+    ct_tensor *gm = positive ? cti_binary(CT_BIN_MUL, g, positive, 1.0) : NULL;
+    ct_decref(positive);
+    if (!gm) return ct_last_status();
+    ct_status st = cti_conv2d_backward(gm, x, w, n->extra, n->in[0].needs_grad ? &grad_in[0] : NULL,
+                                       n->in[1].needs_grad ? &grad_in[1] : NULL,
+                                       n->in[2].needs_grad ? &grad_in[2] : NULL);
+    ct_decref(gm);
+    return st;
+}
+
+ct_tensor *cta_conv2d_relu(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b, const cti_conv2d_params *p) {
+    ct_tensor *out = cti_conv2d_relu_forward(x, w, b, p);
+    const ct_tensor *ins[3] = {x, w, b};
+    if (!out || !cta_needs_grad(ins, 3)) return out;
+    ct_node *n = cta_record(out, "ConvolutionReluBackward0", conv_relu_backward, ins, 3);
+    return n ? recorded(out, keep_params(n, p, sizeof *p) && !cta_save(n, 0, x) && !cta_save(n, 1, w) &&
+                                 !cta_save(n, 2, out))
+             : NULL;
+}
+
 /* ---- pooling ----------------------------------------------------------------------------- */
 
 static ct_status maxpool_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad_in) {

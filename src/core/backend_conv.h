@@ -70,11 +70,13 @@ struct ct_backend_conv {
     /* y = conv2d(x, w) without bias (the core adds the bias). */
     ct_status (*conv2d_forward)(const ct_kview *y, const ct_kview *x, const ct_kview *w,
                                 const ct_conv2d_geom *geom, int64_t groups);
-    /* y = conv2d(x, w) + bias with the bias added inside the convolution
-     * (bias: [O], contiguous, the operands' dtype), saving the core's
-     * separate pass over y; optional, and may decline like the others. */
-    ct_status (*conv2d_forward_bias)(const ct_kview *y, const ct_kview *x, const ct_kview *w,
-                                     const ct_kview *bias, const ct_conv2d_geom *geom, int64_t groups);
+    /* y = conv2d(x, w) + bias, then max(y, 0) when relu, all inside the
+     * convolution (bias: [O], contiguous, the operands' dtype, or NULL),
+     * saving the core's separate passes over y; optional, and may decline
+     * like the others. */
+    ct_status (*conv2d_forward_fused)(const ct_kview *y, const ct_kview *x, const ct_kview *w,
+                                      const ct_kview *bias, bool relu, const ct_conv2d_geom *geom,
+                                      int64_t groups);
     /* dx = the gradient of conv2d with respect to its input, given dy. */
     ct_status (*conv2d_backward_input)(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
                                        const ct_conv2d_geom *geom, int64_t groups);

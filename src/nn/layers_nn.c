@@ -77,6 +77,14 @@ ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kerne
  * "Conv2d" too, and its state would not be a conv_state). */
 bool cti_is_conv2d(const ct_module *m) { return m && m->forward == conv_forward; }
 
+ct_tensor *ct_forward_relu(ct_module *m, const ct_tensor *input) {
+    if (!cti_is_conv2d(m) || !input) return ct_relu(ct_forward(m, input));
+    conv_state *s = m->state;
+    ct_clear_error();
+    return ct_conv2d_relu(input, ct_module_param(m, "weight"), ct_module_param(m, "bias"), s->stride, s->padding,
+                          s->dilation, s->groups);
+}
+
 ct_module *cti_conv2d_like(const ct_module *like, ct_tensor *weight, ct_tensor *bias) {
     conv_state *s = NULL;
     if (!cti_is_conv2d(like))

@@ -417,18 +417,19 @@ static ct_tensor *run_whole(const conv_plan *pl, whole_conv_fn fn, const int64_t
     return NULL;
 }
 
-/* conv2d(x, w) + bias in one call of the backend's conv2d_forward_bias;
- * *declined as run_whole. */
-static ct_tensor *run_whole_bias(const conv_plan *pl, const struct ct_backend_conv *cv,
-                                 const int64_t shape[4], const ct_tensor *x, const ct_tensor *w,
-                                 const ct_tensor *bias, bool *declined) {
+/* conv2d(x, w) + bias (may be NULL), then relu when asked, in one call of
+ * the backend's conv2d_forward_fused; *declined as run_whole. */
+static ct_tensor *run_whole_fused(const conv_plan *pl, const struct ct_backend_conv *cv,
+                                  const int64_t shape[4], const ct_tensor *x, const ct_tensor *w,
+                                  const ct_tensor *bias, bool relu, bool *declined) {
     *declined = true;
-    ct_tensor *b = cti_contiguous(bias);
-    ct_tensor *out = b ? cti_empty(shape, 4, pl->dtype, x->storage->device) : NULL;
+    ct_tensor *b = bias ? cti_contiguous(bias) : NULL;
+    ct_tensor *out = b || !bias ? cti_empty(shape, 4, pl->dtype, x->storage->device) : NULL;
     if (out) {
         const ct_conv2d_geom g = geom_of(pl, pl->n);
-        ct_kview ko = ct_kview_of(out), kx = ct_kview_of(x), kw = ct_kview_of(w), kb = ct_kview_of(b);
-        ct_status st = cv->conv2d_forward_bias(&ko, &kx, &kw, &kb, &g, pl->groups);
+        ct_kview ko = ct_kview_of(out), kx = ct_kview_of(x), kw = ct_kview_of(w);
+        ct_kview kb = b ? ct_kview_of(b) : ko;
+        ct_status st = cv->conv2d_forward_fused(&ko, &kx, &kw, b ? &kb : NULL, relu, &g, pl->groups);
         *declined = st == CT_ERR_UNSUPPORTED;
         if (st != CT_OK) ct_decref(out), out = NULL;
     } else {
@@ -439,17 +440,19 @@ static ct_tensor *run_whole_bias(const conv_plan *pl, const struct ct_backend_co
 }
 
 /* The forward through the backend's whole-convolution entries: with the
- * bias inside when the backend can, else conv2d_forward and the bias added
- * here, in the operands' dtype; *declined as run_whole. */
+ * bias (and the relu when asked) inside when the backend can (*relu_done),
+ * else conv2d_forward and the bias added here, in the operands' dtype;
+ * *declined as run_whole. */
 static ct_tensor *forward_whole(const conv_plan *pl, const ct_tensor *input, const ct_tensor *weight,
-                                const ct_tensor *bias, bool *declined) {
+                                const ct_tensor *bias, bool relu, bool *declined, bool *relu_done) {
     const struct ct_backend_conv *cv = cti_backend(input)->conv;
-    *declined = true;
+    *declined = true, *relu_done = false;
     if (!cv || !cv->conv2d_forward || pl->n == 0 || !ct_dtype_is_floating(pl->dtype)) return NULL;
     ct_tensor *x = batched_contiguous(pl, input), *w = cti_contiguous(weight), *out = NULL;
     const int64_t shape[4] = {pl->n, pl->o, pl->oh, pl->ow};
-    if (x && w && bias && cv->conv2d_forward_bias) {
-        out = run_whole_bias(pl, cv, shape, x, w, bias, declined);
+    if (x && w && (bias || relu) && cv->conv2d_forward_fused) {
+        out = run_whole_fused(pl, cv, shape, x, w, bias, relu, declined);
+        *relu_done = relu && out;
         if (out || !*declined) {
             ct_decref(x);
             ct_decref(w);
@@ -463,13 +466,17 @@ static ct_tensor *forward_whole(const conv_plan *pl, const ct_tensor *input, con
     return add_bias(pl, out, bias);
 }
 
-ct_tensor *cti_conv2d_forward(const ct_tensor *input, const ct_tensor *weight,
-                              const ct_tensor *bias, const cti_conv2d_params *p) {
+/* conv2d, then relu when asked: inside the backend's convolution where it
+ * can (*relu_done), else left to the caller. */
+static ct_tensor *conv2d_forward(const char *op, const ct_tensor *input, const ct_tensor *weight,
+                                 const ct_tensor *bias, const cti_conv2d_params *p, bool relu,
+                                 bool *relu_done) {
+    *relu_done = false;
     if (!input || !weight) return NULL;
     conv_plan pl;
-    if (!plan_conv("conv2d", input, weight, bias, p, &pl)) return NULL;
+    if (!plan_conv(op, input, weight, bias, p, &pl)) return NULL;
     bool declined;
-    ct_tensor *whole = forward_whole(&pl, input, weight, bias, &declined);
+    ct_tensor *whole = forward_whole(&pl, input, weight, bias, relu, &declined, relu_done);
     if (!declined) return finish(&pl, whole, pl.dtype);
     ct_tensor *x = batched_compute(&pl, input);
     ct_tensor *w = cti_cast(weight, pl.compute);
@@ -489,11 +496,34 @@ ct_tensor *cti_conv2d_forward(const ct_tensor *input, const ct_tensor *weight,
     return finish(&pl, out, pl.dtype);
 }
 
+ct_tensor *cti_conv2d_forward(const ct_tensor *input, const ct_tensor *weight,
+                              const ct_tensor *bias, const cti_conv2d_params *p) {
+    bool relu_done;
+    return conv2d_forward("conv2d", input, weight, bias, p, false, &relu_done);
+}
+
+ct_tensor *cti_conv2d_relu_forward(const ct_tensor *input, const ct_tensor *weight,
+                                   const ct_tensor *bias, const cti_conv2d_params *p) {
+    bool relu_done;
+    ct_tensor *out = conv2d_forward("conv2d_relu", input, weight, bias, p, true, &relu_done);
+    if (!out || relu_done) return out;
+    ct_tensor *r = cti_unary(CT_UN_RELU, out, 0, 0);
+    ct_decref(out);
+    return r;
+}
+
 ct_tensor *ct_conv2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
                      const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                      int64_t groups) {
     cti_conv2d_params p = cti_conv2d_params_make(stride, padding, dilation, groups);
     return ct_track(cta_conv2d(input, weight, bias, &p));
+}
+
+ct_tensor *ct_conv2d_relu(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                          const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                          int64_t groups) {
+    cti_conv2d_params p = cti_conv2d_params_make(stride, padding, dilation, groups);
+    return ct_track(cta_conv2d_relu(input, weight, bias, &p));
 }
 
 /* ---- backward ------------------------------------------------------------------------------ */

@@ -30,6 +30,11 @@ cti_conv2d_params cti_conv2d_params_make(const int64_t stride[2], const int64_t 
 ct_tensor *cti_conv2d_forward(const ct_tensor *input, const ct_tensor *weight,
                               const ct_tensor *bias, const cti_conv2d_params *p);
 
+/* relu(conv2d(...)) in one pass where the backend can fuse them (the
+ * CPU's oneDNN convolutions), else the two ops in turn; same arguments. */
+ct_tensor *cti_conv2d_relu_forward(const ct_tensor *input, const ct_tensor *weight,
+                                   const ct_tensor *bias, const cti_conv2d_params *p);
+
 /* Gradients of conv2d for grad_out (the gradient of its result; the
  * forward's output shape, dtype and device). For each non-NULL out pointer:
  *   *grad_input  = dL/d input,  shaped like input (3-D input: 3-D grad),

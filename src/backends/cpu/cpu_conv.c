@@ -198,19 +198,21 @@ static ct_status im2col_backward_weight(const ct_kview *dw, const ct_kview *dy, 
 
 static ct_status conv_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
                               const ct_conv2d_geom *g, int64_t groups) {
-    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_FORWARD, y, x, w, NULL, g, groups);
+    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_FORWARD, y, x, w, NULL, false, g, groups);
     return st != CT_ERR_UNSUPPORTED ? st : im2col_with_weight(ct_cpu_conv2d_forward, "conv2d", y, x, w, g, groups);
 }
 
-/* Only oneDNN adds the bias inside; otherwise the core adds it after conv_forward. */
-static ct_status conv_forward_bias(const ct_kview *y, const ct_kview *x, const ct_kview *w,
-                                   const ct_kview *bias, const ct_conv2d_geom *g, int64_t groups) {
-    return ct_cpu_dnnl_conv2d(CT_CPU_CONV_FORWARD, y, x, w, bias, g, groups);
+/* Only oneDNN adds the bias and applies the relu inside; otherwise the core
+ * does them after conv_forward. */
+static ct_status conv_forward_fused(const ct_kview *y, const ct_kview *x, const ct_kview *w,
+                                    const ct_kview *bias, bool relu, const ct_conv2d_geom *g,
+                                    int64_t groups) {
+    return ct_cpu_dnnl_conv2d(CT_CPU_CONV_FORWARD, y, x, w, bias, relu, g, groups);
 }
 
 static ct_status conv_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
                                      const ct_conv2d_geom *g, int64_t groups) {
-    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_INPUT, dx, dy, w, NULL, g, groups);
+    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_INPUT, dx, dy, w, NULL, false, g, groups);
     return st != CT_ERR_UNSUPPORTED
                ? st
                : im2col_with_weight(ct_cpu_conv2d_backward_input, "conv2d_backward", dx, dy, w, g, groups);
@@ -218,7 +220,7 @@ static ct_status conv_backward_input(const ct_kview *dx, const ct_kview *dy, con
 
 static ct_status conv_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
                                       const ct_conv2d_geom *g, int64_t groups) {
-    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_WEIGHT, dw, dy, x, NULL, g, groups);
+    ct_status st = ct_cpu_dnnl_conv2d(CT_CPU_CONV_BACKWARD_WEIGHT, dw, dy, x, NULL, false, g, groups);
     return st != CT_ERR_UNSUPPORTED ? st : im2col_backward_weight(dw, dy, x, g, groups);
 }
 
@@ -231,7 +233,7 @@ const struct ct_backend_conv ct_cpu_conv_ops = {
     .im2col = cpu_im2col,
     .col2im = cpu_col2im,
     .conv2d_forward = conv_forward,
-    .conv2d_forward_bias = conv_forward_bias,
+    .conv2d_forward_fused = conv_forward_fused,
     .conv2d_backward_input = conv_backward_input,
     .conv2d_backward_weight = conv_backward_weight,
 };

@@ -46,9 +46,9 @@
 int64_t ct_cpu_dnnl_conv_runs(void) { return 0; }
 
 ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
-                             const ct_kview *in1, const ct_kview *bias, const ct_conv2d_geom *g,
-                             int64_t groups) {
-    (void)dir, (void)out, (void)in0, (void)in1, (void)bias, (void)g, (void)groups;
+                             const ct_kview *in1, const ct_kview *bias, bool relu,
+                             const ct_conv2d_geom *g, int64_t groups) {
+    (void)dir, (void)out, (void)in0, (void)in1, (void)bias, (void)relu, (void)g, (void)groups;
     return CT_ERR_UNSUPPORTED;
 }
 
@@ -73,6 +73,7 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
 typedef struct conv_key {
     int64_t dir, n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
     int64_t bias; /* forward only: 1 when the bias is added inside */
+    int64_t relu; /* forward only: 1 when max(y, 0) is applied inside */
 } conv_key;
 
 /* Operands in argument order: two inputs, then the output. */
@@ -249,6 +250,16 @@ static conv_plan *declined_plan(const conv_key *k) {
     return p;
 }
 
+/* max(y, 0) applied by the convolution's kernel as it writes y. */
+static bool set_relu(dnnl_primitive_attr_t attr) {
+    dnnl_post_ops_t po;
+    if (dnnl_post_ops_create(&po) != dnnl_success) return false;
+    bool ok = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success &&
+              dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    dnnl_post_ops_destroy(po);
+    return ok;
+}
+
 static conv_plan *plan_build(const conv_key *k) {
     conv_mds m;
     if (!describe(k, &m)) return declined_plan(k);
@@ -256,7 +267,8 @@ static conv_plan *plan_build(const conv_key *k) {
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t fwd = NULL, pd = NULL;
     bool ok = p && dnnl_primitive_attr_create(&attr) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+              (!k->relu || set_relu(attr));
     if (ok) {
         p->key = *k;
         fwd = forward_pd(&m, k->bias != 0, attr);
@@ -404,8 +416,8 @@ static bool worth_onednn(const ct_kview *v) {
 }
 
 ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
-                             const ct_kview *in1, const ct_kview *bias, const ct_conv2d_geom *g,
-                             int64_t groups) {
+                             const ct_kview *in1, const ct_kview *bias, bool relu,
+                             const ct_conv2d_geom *g, int64_t groups) {
     if (!worth_onednn(in0)) return CT_ERR_UNSUPPORTED;
     const ct_kview *y = dir == CT_CPU_CONV_FORWARD ? out : in0;
     const int64_t o = y->shape[1];
@@ -416,7 +428,7 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
     const conv_key k = {dir, g->batch, g->channels, g->in_size[0], g->in_size[1], o,
                         g->out_size[0], g->out_size[1], g->kernel[0], g->kernel[1],
                         g->stride[0], g->stride[1], g->padding[0], g->padding[1],
-                        g->dilation[0], g->dilation[1], groups, bias != NULL};
+                        g->dilation[0], g->dilation[1], groups, bias != NULL, relu};
     conv_plan *p = plan_acquire(&k);
     if (!p || p->declined) {
         if (p) plan_release(p);

@@ -16,12 +16,13 @@ typedef enum ct_cpu_conv_dir {
 
 /* Runs one direction of a float32 conv2d through oneDNN (views and geometry
  * as in src/core/backend_conv.h's whole-convolution entries); `bias` [O]
- * (forward only, NULL for none) is added inside the convolution. Returns
+ * (forward only, NULL for none) is added and, with `relu` (forward only),
+ * max(y, 0) applied inside the convolution. Returns
  * CT_ERR_UNSUPPORTED without setting an error when oneDNN does not take
  * this call (see cpu_dnnl.c); the caller then uses its own kernels. */
 ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
-                             const ct_kview *in1, const ct_kview *bias, const ct_conv2d_geom *g,
-                             int64_t groups);
+                             const ct_kview *in1, const ct_kview *bias, bool relu,
+                             const ct_conv2d_geom *g, int64_t groups);
 
 /* Convolutions oneDNN has run in this process (all directions), so that
  * tests can check which path a call took. */
