@@ -79,6 +79,6 @@ ct_status ct_cpu_conv2d_backward_weight(const ct_kview *dw, const ct_kview *dy, 
 bool ct_cpu_conv_crop(const ct_conv2d_geom *g, ct_conv2d_geom *cropped, int64_t win[4]);
 void *ct_cpu_conv_crop_weight(const ct_kview *w, const int64_t win[4], ct_kview *out);
 void *ct_cpu_conv_crop_grad_buffer(const ct_kview *dw, const int64_t win[4], ct_kview *out);
-void ct_cpu_conv_uncrop_grad(const ct_kview *dw, const int64_t win[4], const void *buf);
+void ct_cpu_conv_uncrop_grad(const ct_kview *dw, const int64_t win[4], void *buf);
 
 #endif /* CT_CPU_CONV_H */

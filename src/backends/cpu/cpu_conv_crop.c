@@ -56,16 +56,6 @@ bool ct_cpu_conv_crop(const ct_conv2d_geom *g, ct_conv2d_geom *cropped, int64_t 
     return true;
 }
 
-/* Rows of one to three elements (the common case: a 3×3 kernel cut to its
- * centre) are too short for a memcpy call to pay. */
-static void copy_row(char *dst, const char *src, int64_t count, size_t es) {
-    if (es == sizeof(float) && count <= 3) {
-        for (int64_t k = 0; k < count; k++) ((float *)(void *)dst)[k] = ((const float *)(const void *)src)[k];
-        return;
-    }
-    memcpy(dst, src, (size_t)count * es);
-}
-
 /* A contiguous [O, Cg, kh', kw'] view of `buf` shaped like w but for the window. */
 static ct_kview window_view(const ct_kview *w, const int64_t win[4], void *buf) {
     ct_kview v = *w;
@@ -76,16 +66,50 @@ static ct_kview window_view(const ct_kview *w, const int64_t win[4], void *buf) 
     return v;
 }
 
+/* Copies between a whole kernel [planes, KH, KW] and its window [planes,
+ * kh, kw] at (i0, j0), one direction or the other, typed so that the loops
+ * compile to plain moves: a 512×512 layer cut to its centre tap copies
+ * 262,144 single elements, which per-row memcpy calls made cost more than
+ * the convolution itself. Threaded over planes. */
+#define CT_DEFINE_WINDOW_COPY(T, SUF)                                                          \
+    static void window_copy_##SUF(T *restrict whole, T *restrict win, int64_t planes,          \
+                                  int64_t KH, int64_t KW, int64_t i0, int64_t j0, int64_t kh,  \
+                                  int64_t kw, bool to_window) {                                \
+        _Pragma("omp parallel for if (planes * kh * kw >= CT_CPU_GRAIN)")                      \
+        for (int64_t p = 0; p < planes; p++)                                                   \
+            for (int64_t i = 0; i < kh; i++) {                                                 \
+                T *restrict wrow = whole + (p * KH + i0 + i) * KW + j0;                        \
+                T *restrict crow = win + (p * kh + i) * kw;                                    \
+                for (int64_t j = 0; j < kw; j++) {                                             \
+                    if (to_window)                                                             \
+                        crow[j] = wrow[j];                                                     \
+                    else                                                                       \
+                        wrow[j] = crow[j];                                                     \
+                }                                                                              \
+            }                                                                                  \
+    }
+
+CT_DEFINE_WINDOW_COPY(float, f32)
+CT_DEFINE_WINDOW_COPY(double, f64)
+
+static void window_copy(const ct_kview *whole, char *buf, const int64_t win[4], bool to_window) {
+    const int64_t planes = whole->shape[0] * whole->shape[1];
+    const int64_t KH = whole->shape[2], KW = whole->shape[3], kh = win[1] - win[0], kw = win[3] - win[2];
+    if (whole->dtype == CT_FLOAT32)
+        window_copy_f32((float *)(void *)ct_cpu_base(whole), (float *)(void *)buf, planes, KH, KW, win[0],
+                        win[2], kh, kw, to_window);
+    else
+        window_copy_f64((double *)(void *)ct_cpu_base(whole), (double *)(void *)buf, planes, KH, KW, win[0],
+                        win[2], kh, kw, to_window);
+}
+
+/* float32 and float64 only (the im2col kernels' dtypes); w is contiguous, as
+ * the whole-convolution entries get it. */
 void *ct_cpu_conv_crop_weight(const ct_kview *w, const int64_t win[4], ct_kview *out) {
-    const size_t es = ct_dtype_size(w->dtype);
-    const int64_t planes = w->shape[0] * w->shape[1], kh = win[1] - win[0], kw = win[3] - win[2];
-    char *buf = malloc((size_t)(planes * kh * kw) * es + 1);
+    const int64_t count = w->shape[0] * w->shape[1] * (win[1] - win[0]) * (win[3] - win[2]);
+    char *buf = malloc((size_t)count * ct_dtype_size(w->dtype) + 1);
     if (!buf) return NULL;
-    const char *src = ct_cpu_base(w); /* contiguous, as the whole-convolution entries get it */
-    for (int64_t p = 0; p < planes; p++)
-        for (int64_t i = 0; i < kh; i++)
-            copy_row(buf + (size_t)((p * kh + i) * kw) * es,
-                     src + (size_t)((p * w->shape[2] + win[0] + i) * w->shape[3] + win[2]) * es, kw, es);
+    window_copy(w, buf, win, true);
     *out = window_view(w, win, buf);
     return buf;
 }
@@ -97,13 +121,7 @@ void *ct_cpu_conv_crop_grad_buffer(const ct_kview *dw, const int64_t win[4], ct_
     return buf;
 }
 
-void ct_cpu_conv_uncrop_grad(const ct_kview *dw, const int64_t win[4], const void *buf) {
-    const size_t es = ct_dtype_size(dw->dtype);
-    const int64_t planes = dw->shape[0] * dw->shape[1], kh = win[1] - win[0], kw = win[3] - win[2];
-    char *dst = ct_cpu_base(dw);
-    memset(dst, 0, (size_t)(planes * dw->shape[2] * dw->shape[3]) * es);
-    for (int64_t p = 0; p < planes; p++)
-        for (int64_t i = 0; i < kh; i++)
-            copy_row(dst + (size_t)((p * dw->shape[2] + win[0] + i) * dw->shape[3] + win[2]) * es,
-                     (const char *)buf + (size_t)((p * kh + i) * kw) * es, kw, es);
+void ct_cpu_conv_uncrop_grad(const ct_kview *dw, const int64_t win[4], void *buf) {
+    memset(ct_cpu_base(dw), 0, (size_t)ct_cpu_numel(dw) * ct_dtype_size(dw->dtype));
+    window_copy(dw, buf, win, false);
 }
