@@ -21,7 +21,7 @@
  * Declining (CT_ERR_UNSUPPORTED, no error set) hands the call to the
  * im2col path (cpu_conv_fused.c): oneDNN absent or not the engine for this
  * CPU (cpu_gemm.c) or switched off (ct_backends_mkldnn_set_enabled), dtypes
- * other than float32, layers with few channels or tiny outputs, geometries oneDNN cannot
+ * other than float32, layers with few channels, short sums or tiny outputs, geometries oneDNN cannot
  * express (an output size that would need negative right padding) or has
  * no direct kernel for (it would fall back to its own GEMM-based or
  * reference convolution), and
@@ -56,11 +56,14 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
 
 #include <oneapi/dnnl/dnnl.h>
 
-/* Channels per group below which the im2col kernels win: oneDNN's blocked
- * kernels pad channels to the vector width, and its kernels for a
- * 1- or 3-channel input ran at 7–20 GFLOP/s where im2col ran at 65–95
- * (bench/bench_conv, the W4 and ResNet-18 stems). */
-#define CT_DNNL_MIN_CHANNELS 16
+/* Below these the im2col kernels win: oneDNN's blocked kernels pad
+ * channels to the vector width, so a layer with few output channels, or
+ * with a short sum per output (input channels per group × kernel taps),
+ * wastes most of each vector: the W4 stem (1 channel, 3×3: 9 terms) ran at
+ * 72 GFLOP/s on oneDNN and 100 on im2col, while ResNet-18's stem (3
+ * channels, 7×7: 147 terms) ran at 189 against 128 (bench/bench_conv). */
+#define CT_DNNL_MIN_OUT_CHANNELS 16
+#define CT_DNNL_MIN_SUM_TERMS 64
 /* Output positions per image below which the im2col kernels win: on the
  * ResNet-18 layers with 2×2 and 1×1 outputs oneDNN's forward ran at 55–97
  * GFLOP/s where im2col ran at 90–134, and its weight gradient falls back to
@@ -422,8 +425,8 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
     const ct_kview *y = dir == CT_CPU_CONV_FORWARD ? out : in0;
     const int64_t o = y->shape[1];
     if (g->batch < 1 || g->channels % groups || o % groups) return CT_ERR_UNSUPPORTED;
-    if (g->channels / groups < CT_DNNL_MIN_CHANNELS || o / groups < CT_DNNL_MIN_CHANNELS ||
-        g->out_size[0] * g->out_size[1] < CT_DNNL_MIN_OUTPUT_POSITIONS)
+    if (g->channels / groups * g->kernel[0] * g->kernel[1] < CT_DNNL_MIN_SUM_TERMS ||
+        o / groups < CT_DNNL_MIN_OUT_CHANNELS || g->out_size[0] * g->out_size[1] < CT_DNNL_MIN_OUTPUT_POSITIONS)
         return CT_ERR_UNSUPPORTED;
     const conv_key k = {dir, g->batch, g->channels, g->in_size[0], g->in_size[1], o,
                         g->out_size[0], g->out_size[1], g->kernel[0], g->kernel[1],
