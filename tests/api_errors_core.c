@@ -42,7 +42,7 @@ static void rows_status_dtype_device(void) {
     ERR_STATUS(ct_get_device_properties, (BAD_DEV, &(ct_device_properties){0}), "Device index");
     ERR_STATUS(ct_set_device, (BAD_DEV), "non-negative");
     ERR_STATUS(ct_set_device, (BAD_TYPE_DEV), "invalid device type");
-    QUIET_VAL(ct_current_device, ((ct_device_type)7), r_ == 0);
+    ERR_VAL(ct_current_device, ((ct_device_type)7), r_ == -1, "current_device: invalid device type 7");
     ERR_STATUS(ct_cuda_set_device, (-5), "non-negative");
     ERR_STATUS(ct_cuda_get_device_name, (-5, buf, sizeof buf), "Device index");
     ERR_STATUS(ct_cuda_get_device_name, (0, NULL, 0), NULL);

@@ -6,24 +6,56 @@
 #ifndef CT_AUTOGRAD_RULES_UTIL_H
 #define CT_AUTOGRAD_RULES_UTIL_H
 
+#include <stdlib.h>
+
 #include "autograd.h"
+#include "core/error.h"
+
+/* The first CT_SCRATCH_INLINE temporaries live in the struct (every
+ * formula today needs fewer); more spill into a heap array that grows, so
+ * a long formula neither drops nor leaks a temporary. Zero-initialise. */
+#define CT_SCRATCH_INLINE 32
 
 typedef struct scratch {
-    ct_tensor *t[32];
-    int n;
+    ct_tensor *t[CT_SCRATCH_INLINE];
+    ct_tensor **more;              /* temporaries past the inline ones */
+    int n, n_more, cap_more;
     bool failed;
 } scratch;
 
-/* Own t until scratch_free; NULL marks the formula as failed. */
+/* Room for one more temporary past the inline ones; false when out of memory. */
+static inline bool scratch_grow(scratch *s) {
+    if (s->n_more < s->cap_more) return true;
+    int cap = s->cap_more ? 2 * s->cap_more : CT_SCRATCH_INLINE;
+    ct_tensor **more = (ct_tensor **)realloc(s->more, sizeof *more * (size_t)cap);
+    if (!more) return false;
+    s->more = more, s->cap_more = cap;
+    return true;
+}
+
+/* Own t until scratch_free; NULL (or no memory to hold t) marks the
+ * formula as failed, with the error set. */
 static inline ct_tensor *own(scratch *s, ct_tensor *t) {
-    if (!t) s->failed = true;
-    else if (s->n < 32) s->t[s->n++] = t;
-    else s->failed = true;
+    if (!t) {
+        s->failed = true;
+    } else if (s->n < CT_SCRATCH_INLINE) {
+        s->t[s->n++] = t;
+    } else if (scratch_grow(s)) {
+        s->more[s->n_more++] = t;
+    } else {
+        ct_decref(t);
+        ct_error_set(CT_ERR_OOM, "backward: out of memory holding a formula's temporaries");
+        s->failed = true;
+        t = NULL;
+    }
     return t;
 }
 static inline void scratch_free(scratch *s) {
     for (int i = 0; i < s->n; i++) ct_decref(s->t[i]);
-    s->n = 0;
+    for (int i = 0; i < s->n_more; i++) ct_decref(s->more[i]);
+    free(s->more);
+    s->more = NULL;
+    s->n = s->n_more = s->cap_more = 0;
 }
 /* Hand a result out of the scratch (a new reference for the caller). */
 static inline ct_tensor *give(const ct_tensor *t) { return t ? ct_retain((ct_tensor *)t) : NULL; }

@@ -121,7 +121,16 @@ ct_status ct_set_device(ct_device dev) {
 }
 
 int ct_current_device(ct_device_type type) {
-    return (unsigned)type < CT_NUM_DEVICE_TYPES ? tl_current[type] : 0;
+    if ((unsigned)type >= CT_NUM_DEVICE_TYPES) {
+        ct_error_set(CT_ERR_DEVICE, "current_device: invalid device type %d", (int)type);
+        return -1;
+    }
+    /* as torch.cuda.current_device(), which raises without a device */
+    if (type != CT_DEVICE_CPU && ct_device_count(type) == 0) {
+        ct_error_set(CT_ERR_DEVICE, "current_device: no %s devices are available", ct_device_type_name(type));
+        return -1;
+    }
+    return tl_current[type];
 }
 
 ct_status ct_device_synchronize(ct_device dev) {
@@ -146,7 +155,7 @@ ct_status ct_get_device_properties(ct_device dev, ct_device_properties *out) {
 
 bool ct_cuda_is_available(void) { return ct_device_count(CT_DEVICE_CUDA) > 0; }
 int ct_cuda_device_count(void) { return ct_device_count(CT_DEVICE_CUDA); }
-int ct_cuda_current_device(void) { return tl_current[CT_DEVICE_CUDA]; }
+int ct_cuda_current_device(void) { return ct_current_device(CT_DEVICE_CUDA); }
 ct_status ct_cuda_set_device(int index) { return ct_set_device(ct_device_cuda(index)); }
 ct_status ct_cuda_get_device_name(int index, char *buf, size_t size) {
     return ct_device_name(ct_device_cuda(index), buf, size);

@@ -126,8 +126,11 @@ ct_scheduler *ct_linear_lr(ct_optimizer *opt, double start_factor, double end_fa
 
 ct_status ct_scheduler_step(ct_scheduler *s) {
     CT_CHECK_STATUS(s != NULL, CT_ERR_INVALID_ARG, "scheduler.step: NULL scheduler");
-    CT_CHECK_STATUS(s->kind != SCHED_ONECYCLE || s->epoch + 1 < s->total, CT_ERR_STATE,
-                    "OneCycleLR: Tried to step %d times. The specified number of total steps is %d", s->epoch + 2,
+    /* PyTorch allows exactly total_steps calls of step() after the
+     * constructor's (the last one extrapolates the annealing past its end)
+     * and refuses the next, naming the count it would have reached. */
+    CT_CHECK_STATUS(s->kind != SCHED_ONECYCLE || s->epoch + 1 <= s->total, CT_ERR_STATE,
+                    "OneCycleLR: Tried to step %d times. The specified number of total steps is %d", s->epoch + 1,
                     s->total);
     s->epoch++;
     s->last_lr = lr_at(s, s->epoch);

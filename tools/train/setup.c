@@ -152,7 +152,8 @@ ct_optimizer *setup_optimizer(const train_config *c, ct_module *model) {
 ct_scheduler *setup_scheduler(const train_config *c, ct_optimizer *opt, int64_t total_steps) {
     int total = total_steps > 0 ? (int)total_steps : 1;
     if (strcmp(c->schedule, "cosine") == 0) return ct_cosine_annealing_lr(opt, total, 0.0);
-    if (strcmp(c->schedule, "onecycle") == 0) return ct_onecycle_lr(opt, c->lr, total + 1);
+    /* one step per batch, total_steps = epochs * batches, as in PyTorch */
+    if (strcmp(c->schedule, "onecycle") == 0) return ct_onecycle_lr(opt, c->lr, total > 1 ? total : 2);
     if (strcmp(c->schedule, "step") == 0) {
         int milestones[2] = {total / 2, total * 3 / 4};
         return ct_multistep_lr(opt, milestones, 2, 0.1);
