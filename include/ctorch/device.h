@@ -82,7 +82,9 @@ typedef struct ct_device_properties {
 CT_API ct_status ct_get_device_properties(ct_device dev, ct_device_properties *out);
 
 /* Per-thread current device of a type (torch.cuda.set_device /
- * current_device); 0 at start. */
+ * current_device); 0 at start. current_device on a type with no devices
+ * (or an invalid type) returns -1 and sets CT_ERR_DEVICE, as PyTorch
+ * raises. */
 CT_API ct_status ct_set_device(ct_device dev);
 CT_API int ct_current_device(ct_device_type type);
 
