@@ -248,11 +248,16 @@ int ct_memory_stats_summary(const ct_memory_stats *s, const char *title, int dev
         bool bytes;
     } metrics[] = {
         {1, "Allocated memory", true},     {4, "Active memory", true},
-        {2, "Requested memory", true},     {6, "GPU reserved memory", true},
+        {2, "Requested memory", true},     {6, "%sreserved memory", true},
         {8, "Non-releasable memory", true}, {0, "Allocations", false},
-        {3, "Active allocs", false},        {5, "GPU reserved segments", false},
+        {3, "Active allocs", false},        {5, "%sreserved segments", false},
         {7, "Non-releasable allocs", false},
     };
+    /* PyTorch's words on CUDA ("GPU reserved memory"); elsewhere the memory
+     * is not a GPU's (an OpenCL device may be a CPU, as PoCL's is), so the
+     * rows say "Reserved" and "Oversize segments". */
+    const bool gpu = strcmp(title, "CUDA") == 0;
+    const char *prefix = gpu ? "GPU " : "";
     text_out o = {buf, size, 0};
     if (buf && size > 0) buf[0] = '\0';
     ct_memory_stats copy = *s;
@@ -261,7 +266,10 @@ int ct_memory_stats_summary(const ct_memory_stats *s, const char *title, int dev
         const ct_stat *arr = stat_arrays(&copy, metrics[m].array);
         cell_fn fmt = metrics[m].bytes ? format_bytes_cell : format_count_cell;
         out_rule(&o, '-');
-        out_metric_row(&o, metrics[m].name, &arr[CT_POOL_ALL], &arr[CT_POOL_ALL], fmt);
+        char name[32];
+        snprintf(name, sizeof name, metrics[m].name, prefix);
+        if (!gpu && name[0] == 'r') name[0] = 'R';
+        out_metric_row(&o, name, &arr[CT_POOL_ALL], &arr[CT_POOL_ALL], fmt);
         if (!abbreviated) {
             out_metric_row(&o, "      from large pool", &arr[CT_POOL_LARGE], &arr[CT_POOL_ALL], fmt);
             out_metric_row(&o, "      from small pool", &arr[CT_POOL_SMALL], &arr[CT_POOL_ALL], fmt);
@@ -271,7 +279,8 @@ int ct_memory_stats_summary(const ct_memory_stats *s, const char *title, int dev
     out_metric_row(&o, "Oversize allocations", &s->oversize_allocations, &s->oversize_allocations,
                    format_count_cell);
     out_rule(&o, '-');
-    out_metric_row(&o, "Oversize GPU segments", &s->oversize_segments, &s->oversize_segments, format_count_cell);
+    out_metric_row(&o, gpu ? "Oversize GPU segments" : "Oversize segments", &s->oversize_segments,
+                   &s->oversize_segments, format_count_cell);
     out_rule(&o, '=');
     return (int)o.len;
 }
