@@ -378,8 +378,12 @@ static void test_oom_under_fraction(void) {
     CT_EXPECT(r.block == NULL);
     CT_EXPECT_STR_EQ(ct_last_error(),
                      "OpenCL out of memory. Tried to allocate 18.00 MiB. Device 0 has a total capacity of 2.00 GiB "
-                     "of which 1.50 GiB is free. 512.00 MiB allowed; Of the allocated memory 495.00 MiB is "
-                     "allocated by ctorch, and 17.00 MiB is reserved by ctorch but unallocated.");
+                     "of which 1.50 GiB is free. Including memory not reserved by ctorch, 512.00 MiB of it is in "
+                     "use. 512.00 MiB allowed; Of the allocated memory 495.00 MiB is "
+                     "allocated by ctorch, and 17.00 MiB is reserved by ctorch but unallocated. If reserved but "
+                     "unallocated memory is large, ct_empty_cache() gives it back to the device; otherwise release "
+                     "tensors you no longer need, use a smaller batch, or raise the limit of "
+                     "ct_set_per_process_memory_fraction().");
     CT_EXPECT_INT_EQ(ct_last_status(), CT_ERR_OOM);
     ct_clear_error();
     CT_EXPECT_INT_EQ(f.alloc_calls, 3);
@@ -404,7 +408,8 @@ static void test_oom_under_fraction(void) {
     CT_EXPECT_INT_EQ(ct_alloc_cache_set_fraction(c, 0.0), CT_OK);
     CT_EXPECT_INT_EQ(ct_alloc_cache_malloc(c, 1, &a, &r), CT_ERR_OOM);
     CT_EXPECT_ERROR(CT_ERR_OOM, "Tried to allocate 2.00 MiB. Device 0 has a total capacity of 2.00 GiB of which "
-                                "2.00 GiB is free. 0 bytes allowed; ");
+                                "2.00 GiB is free. Including memory not reserved by ctorch, 0 bytes of it is in "
+                                "use. 0 bytes allowed; ");
     finish_cache(c, &f);
 }
 
@@ -420,8 +425,11 @@ static void test_oom_device_full_and_recovery(void) {
     CT_EXPECT_INT_EQ(ct_alloc_cache_malloc(c, 30 * MiB, &a, &r), CT_ERR_OOM);
     CT_EXPECT_STR_EQ(ct_last_error(),
                      "OpenCL out of memory. Tried to allocate 30.00 MiB. Device 0 has a total capacity of 64.00 MiB "
-                     "of which 24.00 MiB is free. Of the allocated memory 40.00 MiB is allocated by ctorch, and "
-                     "0 bytes is reserved by ctorch but unallocated.");
+                     "of which 24.00 MiB is free. Including memory not reserved by ctorch, 40.00 MiB of it is in "
+                     "use. Of the allocated memory 40.00 MiB is allocated by ctorch, and "
+                     "0 bytes is reserved by ctorch but unallocated. If reserved but unallocated memory is large, "
+                     "ct_empty_cache() gives it back to the device; otherwise release tensors you no longer need, "
+                     "use a smaller batch.");
     ct_clear_error();
     CT_EXPECT_INT_EQ(f.alloc_calls, 4); /* 40, 2, 30 (fails), retry 30 (fails) */
     CT_EXPECT_INT_EQ(f.free_calls, 1);  /* the cached small segment */
@@ -464,8 +472,12 @@ static void test_oom_message_size_boundaries(void) {
     CT_EXPECT_INT_EQ(ct_alloc_cache_malloc(c, 1022 * MiB + 1, &a, &r), CT_ERR_OOM);
     CT_EXPECT_STR_EQ(ct_last_error(),
                      "OpenCL out of memory. Tried to allocate 1024.00 MiB. Device 0 has a total capacity of "
-                     "1024.00 MiB of which 1022.00 MiB is free. 1024.00 MiB allowed; Of the allocated memory "
-                     "1024 bytes is allocated by ctorch, and 2.00 MiB is reserved by ctorch but unallocated.");
+                     "1024.00 MiB of which 1022.00 MiB is free. Including memory not reserved by ctorch, 2.00 MiB "
+                     "of it is in use. 1024.00 MiB allowed; Of the allocated memory "
+                     "1024 bytes is allocated by ctorch, and 2.00 MiB is reserved by ctorch but unallocated. If "
+                     "reserved but unallocated memory is large, ct_empty_cache() gives it back to the device; "
+                     "otherwise release tensors you no longer need, use a smaller batch, or raise the limit of "
+                     "ct_set_per_process_memory_fraction().");
     ct_clear_error();
     ct_alloc_block_ref y = must_alloc(c, MiB - 1024, &a); /* now exactly 1 MiB allocated */
     CT_EXPECT_INT_EQ(ct_alloc_cache_malloc(c, 1022 * MiB + 1, &a, &r), CT_ERR_OOM);

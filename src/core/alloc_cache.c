@@ -565,7 +565,7 @@ static segment_result find_block(ct_alloc_cache *c, size_t size, size_t alloc_si
 static void format_oom_message(ct_alloc_cache *c, size_t alloc_size, char *msg, size_t size) {
     size_t device_free = 0, device_total = 0;
     if (c->ops.mem_get_info(c->ops.ctx, &device_free, &device_total) != CT_OK) device_free = device_total = 0;
-    char tried[32], total[32], freeb[32], allowed[48] = "", allocated[32], unallocated[32];
+    char tried[32], total[32], freeb[32], allowed[48] = "", allocated[32], unallocated[32], in_use[32];
     ct_format_size(alloc_size, tried, sizeof tried);
     ct_format_size(device_total, total, sizeof total);
     ct_format_size(device_free, freeb, sizeof freeb);
@@ -577,10 +577,18 @@ static void format_oom_message(ct_alloc_cache *c, size_t alloc_size, char *msg, 
     int64_t reserved_bytes = c->stats.reserved_bytes[CT_POOL_ALL].current;
     ct_format_size((uint64_t)allocated_bytes, allocated, sizeof allocated);
     ct_format_size((uint64_t)(reserved_bytes - allocated_bytes), unallocated, sizeof unallocated);
+    /* PyTorch's "Including non-PyTorch memory, this process has X in use"
+     * needs NVML's per-process figure; the device's own count (total -
+     * free) is what every backend can give, so the message says that. */
+    ct_format_size(device_total - device_free, in_use, sizeof in_use);
     snprintf(msg, size,
              "%s out of memory. Tried to allocate %s. Device %d has a total capacity of %s of which %s is free. "
-             "%sOf the allocated memory %s is allocated by ctorch, and %s is reserved by ctorch but unallocated.",
-             c->ops.device_title, tried, c->dev.index, total, freeb, allowed, allocated, unallocated);
+             "Including memory not reserved by ctorch, %s of it is in use. "
+             "%sOf the allocated memory %s is allocated by ctorch, and %s is reserved by ctorch but unallocated. "
+             "If reserved but unallocated memory is large, ct_empty_cache() gives it back to the device; otherwise "
+             "release tensors you no longer need, use a smaller batch%s.",
+             c->ops.device_title, tried, c->dev.index, total, freeb, in_use, allowed, allocated, unallocated,
+             c->fraction_set ? ", or raise the limit of ct_set_per_process_memory_fraction()" : "");
 }
 
 ct_status ct_alloc_cache_malloc(ct_alloc_cache *c, size_t nbytes, void *stream, ct_alloc_block_ref *out) {
@@ -608,7 +616,7 @@ ct_status ct_alloc_cache_malloc(ct_alloc_cache *c, size_t nbytes, void *stream, 
         pthread_mutex_unlock(&c->lock);
         return err;
     }
-    char msg[512];
+    char msg[1024];
     c->stats.num_ooms++;
     format_oom_message(c, alloc_size, msg, sizeof msg);
     pthread_mutex_unlock(&c->lock);
