@@ -168,6 +168,8 @@ static void rows_optim(void) {
     ERR_PTR(ct_multistep_lr, (F.opt, ((int[]){1}), -1, 0.5), "MultiStepLR");
     ERR_PTR(ct_cosine_annealing_lr, (NULL, 10, 0), "lr_scheduler: NULL optimizer");
     ERR_PTR(ct_cosine_annealing_lr, (F.opt, 0, 0), "CosineAnnealingLR");
+    ERR_PTR(ct_clip_grad_norm_params, (NULL, 1, 1.0, 2.0), "clip_grad_norm_: NULL parameter list");
+    ERR_PTR(ct_clip_grad_norm_params, (&F.t, -1, 1.0, 2.0), "clip_grad_norm_: negative parameter count -1");
     ERR_PTR(ct_onecycle_lr, (NULL, 0.1, 10), "lr_scheduler: NULL optimizer");
     ERR_PTR(ct_onecycle_lr, (F.opt, 0.1, 0), "OneCycleLR");
     ERR_PTR(ct_onecycle_lr, (F.opt, -0.1, 10), "OneCycleLR");

@@ -171,6 +171,26 @@ static void test_clip_grad_norm(void) {
         CT_EXPECT_CLOSE(ct_grad(w), ((double[]){0.6, 0}), 2, 1e-5, 1e-6);
         CT_EXPECT_CLOSE(ct_grad(b), ((double[]){0.8}), 1, 1e-5, 1e-6);
     }
+    /* the parameter-list form returns the norm as a 0-dim tensor in the gradients' dtype */
+    CT_SCOPE {
+        ct_set_grad(w, ct_tensor_from(((double[]){3, 0}), CT_FLOAT64, CT_SHAPE(1, 2), .dtype = CT_FLOAT32));
+        ct_set_grad(b, ct_tensor_from(((double[]){4}), CT_FLOAT64, CT_SHAPE(1), .dtype = CT_FLOAT32));
+        ct_tensor *params[2] = {w, b};
+        ct_tensor *norm = ct_clip_grad_norm_params(params, 2, 1.0, 2.0);
+        CT_EXPECT(norm && ct_ndim(norm) == 0 && ct_dtype_of(norm) == CT_FLOAT32);
+        CT_EXPECT_NEAR(ct_item(norm), 5.0, 1e-6);
+        CT_EXPECT_CLOSE(ct_grad(w), ((double[]){0.6, 0}), 2, 1e-5, 1e-6);
+        ct_tensor *inf = ct_clip_grad_norm_params(params, 2, 10.0, INFINITY); /* below max_norm: unchanged */
+        CT_EXPECT_NEAR(ct_item(inf), 0.8, 1e-6);
+        CT_EXPECT_CLOSE(ct_grad(b), ((double[]){0.8}), 1, 1e-5, 1e-6);
+        ct_set_grad(w, NULL), ct_set_grad(b, NULL);
+        ct_tensor *none = ct_clip_grad_norm_params(params, 2, 1.0, 2.0); /* no gradients: 0 */
+        CT_EXPECT(none && ct_item(none) == 0.0);
+        CT_EXPECT(ct_clip_grad_norm_params(NULL, 2, 1.0, 2.0) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "clip_grad_norm_: NULL parameter list");
+        CT_EXPECT(ct_clip_grad_norm_params(params, 2, 1.0, 1.0) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_UNSUPPORTED, "norm_type 1 is not supported");
+    }
     ct_module_free(m);
 }
 

@@ -67,6 +67,10 @@ CT_API ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const struct ct
  * norm (norm_type 2 or INFINITY) is at most max_norm; *total_norm (may be
  * NULL) receives the norm before clipping. */
 CT_API ct_status ct_clip_grad_norm(ct_module *model, double max_norm, double norm_type, double *total_norm);
+/* The same over a parameter list, as clip_grad_norm_(parameters, …): returns
+ * the total norm as a 0-dim tensor (the gradients' dtype and device; 0.0 on
+ * the CPU when none has a gradient), NULL on error. */
+CT_API ct_tensor *ct_clip_grad_norm_params(ct_tensor *const *params, int n, double max_norm, double norm_type);
 
 /* ---- learning-rate schedulers (call ct_scheduler_step once per epoch or per
  * batch, after ct_step, as in PyTorch) ---- */

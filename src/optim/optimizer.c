@@ -162,17 +162,16 @@ int64_t ct_optimizer_step_count(const ct_optimizer *opt) { return opt ? opt->ste
 
 /* ---- clip_grad_norm ---------------------------------------------------------- */
 
-ct_status ct_clip_grad_norm(ct_module *model, double max_norm, double norm_type, double *total_norm) {
-    CT_CHECK_STATUS(model != NULL, CT_ERR_INVALID_ARG, "clip_grad_norm_: NULL module");
+/* The joint norm of the gradients of params[0..n) (those that have one),
+ * then every gradient scaled by max_norm / (norm + 1e-6) when that is below
+ * 1, as torch.nn.utils.clip_grad_norm_. */
+static ct_status clip_gradients(ct_tensor *const *p, int n, double max_norm, double norm_type, double *total_norm) {
     CT_CHECK_STATUS(norm_type == 2.0 || isinf(norm_type), CT_ERR_UNSUPPORTED,
                     "clip_grad_norm_: norm_type %g is not supported (use 2 or INFINITY)", norm_type);
-    int n;
-    ct_tensor **p = module_params(model, &n);
-    CT_CHECK_STATUS(p || n <= 0, CT_ERR_OOM, "clip_grad_norm_: out of memory");
     double total = 0;
     ct_status st = CT_OK;
     for (int i = 0; i < n && st == CT_OK; i++) CT_SCOPE {
-        if (!p[i]->grad) continue;
+        if (!p[i] || !p[i]->grad) continue;
         double v = 0;
         ct_tensor *g = ct_to_dtype(p[i]->grad, CT_FLOAT64);
         st = isinf(norm_type) ? ct_item_checked(ct_max_all(ct_abs(g)), &v)
@@ -183,10 +182,32 @@ ct_status ct_clip_grad_norm(ct_module *model, double max_norm, double norm_type,
     if (total_norm) *total_norm = total;
     double coef = max_norm / (total + 1e-6);
     for (int i = 0; i < n && st == CT_OK && coef < 1.0; i++) CT_SCOPE {
-        if (!p[i]->grad) continue;
+        if (!p[i] || !p[i]->grad) continue;
         st = ct_copy_(p[i]->grad, ct_mul_scalar(p[i]->grad, coef));
     }
+    return st;
+}
+
+ct_status ct_clip_grad_norm(ct_module *model, double max_norm, double norm_type, double *total_norm) {
+    CT_CHECK_STATUS(model != NULL, CT_ERR_INVALID_ARG, "clip_grad_norm_: NULL module");
+    int n;
+    ct_tensor **p = module_params(model, &n);
+    CT_CHECK_STATUS(p || n <= 0, CT_ERR_OOM, "clip_grad_norm_: out of memory");
+    ct_status st = clip_gradients(p, n, max_norm, norm_type, total_norm);
     free(p);
     return st;
+}
+
+ct_tensor *ct_clip_grad_norm_params(ct_tensor *const *params, int n, double max_norm, double norm_type) {
+    CT_CHECK_NULL(params != NULL || n == 0, CT_ERR_INVALID_ARG, "clip_grad_norm_: NULL parameter list");
+    CT_CHECK_NULL(n >= 0, CT_ERR_INVALID_ARG, "clip_grad_norm_: negative parameter count %d", n);
+    double total = 0;
+    if (clip_gradients(params, n, max_norm, norm_type, &total) != CT_OK) return NULL;
+    /* PyTorch: a 0-dim tensor in the gradients' dtype on their device; 0.0 without gradients */
+    const ct_tensor *first = NULL;
+    for (int i = 0; i < n && !first; i++)
+        if (params[i] && params[i]->grad) first = params[i]->grad;
+    return first ? ct_full(CT_SHAPE(), total, .dtype = first->dtype, .device = first->storage->device)
+                 : ct_full(CT_SHAPE(), total);
 }
 
