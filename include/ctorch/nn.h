@@ -39,7 +39,12 @@ CT_API ct_tensor *ct_forward(ct_module *m, const ct_tensor *input);
  * can. Same values, gradients and errors as the two calls. */
 CT_API ct_tensor *ct_forward_relu(ct_module *m, const ct_tensor *input);
 CT_API void ct_module_free(ct_module *m);
-/* module.to(device): moves parameters and buffers in place; returns m. */
+/* module.to(device): moves parameters, buffers and their gradients in place
+ * (the tensor handles stay, so optimizers keep working) and returns m. All
+ * or nothing: on failure (e.g. out of device memory half-way) it returns
+ * NULL — ct_module_to_checked returns the error — and m is unchanged, on
+ * its old device and still yours: keep your pointer rather than writing
+ * `m = ct_module_to(m, dev)`. */
 CT_API ct_module *ct_module_to(ct_module *m, ct_device device);
 CT_API ct_status ct_module_to_checked(ct_module *m, ct_device device);
 CT_API void ct_module_train(ct_module *m, bool training);   /* recursive */

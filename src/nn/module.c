@@ -313,27 +313,68 @@ ct_tensor *ct_module_get(ct_module *m, const char *name) {
 /* ---- moving to a device in place --------------------------------------------------------- */
 
 /* Give t the storage of a copy on dev, keeping the tensor object. */
-static ct_status move_tensor(ct_tensor *t, ct_device dev) {
-    if (!t || ct_device_equal(t->storage->device, dev)) return CT_OK;
+/* module.to(device) copies every parameter, buffer and gradient first and
+ * swaps the copies in only when all exist, so a failure (out of device
+ * memory half-way) leaves the module exactly as it was, on its old device.
+ * Tensors keep their handles (optimizers hold them); only their storage
+ * changes. */
+typedef struct pending_move {
+    ct_tensor *t, *moved;
+} pending_move;
+
+typedef struct move_plan {
+    pending_move *items;
+    int n, cap;
+} move_plan;
+
+static bool planned(const move_plan *p, const ct_tensor *t) {
+    for (int i = 0; i < p->n; i++)
+        if (p->items[i].t == t) return true; /* a tensor shared by two modules */
+    return false;
+}
+
+static ct_status plan_tensor(move_plan *p, ct_tensor *t, ct_device dev) {
+    if (!t || ct_device_equal(t->storage->device, dev) || planned(p, t)) return CT_OK;
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        pending_move *items = realloc(p->items, sizeof *items * (size_t)cap);
+        if (!items) return ct_error_set(CT_ERR_OOM, "module.to: out of memory");
+        p->items = items, p->cap = cap;
+    }
     ct_tensor *moved = cti_to_device(t, dev);
     if (!moved) return ct_last_status();
+    p->items[p->n++] = (pending_move){t, moved};
+    return plan_tensor(p, t->grad, dev);
+}
+
+static ct_status plan_module(move_plan *p, ct_module *m, ct_device dev) {
+    for (int i = 0; i < m->nparams; i++) CT_TRY(plan_tensor(p, m->params[i].t, dev));
+    for (int i = 0; i < m->nbuffers; i++) CT_TRY(plan_tensor(p, m->buffers[i].t, dev));
+    for (int i = 0; i < m->nchildren; i++) CT_TRY(plan_module(p, m->children[i].m, dev));
+    return CT_OK;
+}
+
+static void apply_move(pending_move *mv) {
+    ct_tensor *t = mv->t, *moved = mv->moved;
     ct_storage_release(t->storage);
     t->storage = moved->storage;
     ct_storage_retain(t->storage);
     t->offset = moved->offset;
     memcpy(t->strides, moved->strides, sizeof t->strides);
-    ct_decref(moved);
-    return t->grad ? move_tensor(t->grad, dev) : CT_OK;
 }
 
 ct_status ct_module_to_checked(ct_module *m, ct_device device) {
     CT_CHECK_STATUS(m != NULL, CT_ERR_INVALID_ARG, "module.to: NULL module");
     ct_device d;
     CT_TRY(ct_device_check(device, &d));
-    for (int i = 0; i < m->nparams; i++) CT_TRY(move_tensor(m->params[i].t, d));
-    for (int i = 0; i < m->nbuffers; i++) CT_TRY(move_tensor(m->buffers[i].t, d));
-    for (int i = 0; i < m->nchildren; i++) CT_TRY(ct_module_to_checked(m->children[i].m, d));
-    return CT_OK;
+    move_plan p = {0};
+    ct_status st = plan_module(&p, m, d);
+    for (int i = 0; i < p.n; i++) {
+        if (st == CT_OK) apply_move(&p.items[i]);
+        ct_decref(p.items[i].moved);
+    }
+    free(p.items);
+    return st;
 }
 
 ct_module *ct_module_to(ct_module *m, ct_device device) {
