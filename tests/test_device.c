@@ -231,7 +231,8 @@ static void test_cuda_queries(void) {
     CT_EXPECT_INT_EQ(ct_cuda_device_count(), ct_device_count(CT_DEVICE_CUDA));
     char name[128];
     if (!avail) {
-        const char *needle = ct_backend_for(CT_DEVICE_CUDA) ? "no CUDA devices are available"
+        /* with the backend built, the message says why (no driver, no GPU, CUDA_VISIBLE_DEVICES) */
+        const char *needle = ct_backend_for(CT_DEVICE_CUDA) ? "no CUDA devices are available: "
                                                            : "not compiled with CUDA enabled";
         CT_EXPECT_INT_EQ(ct_cuda_device_count(), 0);
         CT_EXPECT(ct_cuda_set_device(0) != CT_OK);

@@ -18,6 +18,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc_common.h" /* ct_format_size */
@@ -106,14 +107,17 @@ typedef struct cu_device {
 
 static cu_device g_devices[CT_CU_MAX_DEVICES];
 static int g_count;
+static cudaError_t g_count_error; /* why there are none, for the error message */
 static pthread_once_t g_enum_once = PTHREAD_ONCE_INIT;
 
 /* Device queries that create no context, so that asking how many GPUs there
  * are costs no GPU memory (as torch.cuda.is_available). */
 static void enumerate(void) {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* no driver or no GPU: 0 devices, not an error */
+        g_count_error = e;
         return;
     }
     if (n > CT_CU_MAX_DEVICES) n = CT_CU_MAX_DEVICES;
@@ -139,11 +143,33 @@ int ct_cu_count(void) {
     return g_count;
 }
 
+/* Why the runtime found no device, in the user's terms (ctorch-info prints
+ * the same facts at length). */
+static void no_device_reason(char *buf, size_t size) {
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    if (g_count_error == cudaErrorInsufficientDriver)
+        snprintf(buf, size, "no usable NVIDIA driver (libcuda.so.1 missing, or older than this CUDA runtime %d)",
+                 CUDART_VERSION);
+    else if (g_count_error == cudaErrorNoDevice && visible)
+        snprintf(buf, size, "CUDA_VISIBLE_DEVICES=\"%s\" hides every device, or the driver found no GPU", visible);
+    else if (g_count_error == cudaErrorNoDevice)
+        snprintf(buf, size, "the NVIDIA driver found no GPU");
+    else if (g_count_error != cudaSuccess)
+        snprintf(buf, size, "cudaGetDeviceCount failed: %s: %s", cudaGetErrorName(g_count_error),
+                 cudaGetErrorString(g_count_error));
+    else
+        snprintf(buf, size, "the driver reports 0 devices%s%s%s", visible ? " (CUDA_VISIBLE_DEVICES=\"" : "",
+                 visible ? visible : "", visible ? "\")" : "");
+}
+
 static const cu_device *cu_dev(int dev) {
     int n = ct_cu_count();
     if (dev < 0 || dev >= n) {
+        char why[192];
+        if (n == 0) no_device_reason(why, sizeof why);
         if (n == 0)
-            ct_error_set(CT_ERR_DEVICE, "cuda:%d: no CUDA devices are available", dev);
+            ct_error_set(CT_ERR_DEVICE, "cuda:%d: no CUDA devices are available: %s (ctorch-info says more)", dev,
+                         why);
         else
             ct_error_set(CT_ERR_DEVICE, "cuda:%d: invalid device ordinal; %d CUDA device%s available", dev, n,
                          n == 1 ? " is" : "s are");
