@@ -91,6 +91,9 @@ typedef struct ct_backend {
 
     /* devices */
     int (*device_count)(void);
+    /* Optional: why device_count is 0, in the user's terms ("the NVIDIA
+     * driver found no GPU"), for the core's "no ... devices" error. */
+    void (*no_device_reason)(char *buf, size_t size);
     ct_status (*device_name)(int dev, char *buf, size_t size);
     ct_status (*device_properties)(int dev, ct_device_properties *out);  /* name already filled */
     ct_status (*synchronize)(int dev);

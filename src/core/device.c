@@ -88,9 +88,15 @@ ct_status ct_device_check(ct_device dev, ct_device *resolved) {
     if (index >= count) {
         char name[32];
         ct_device_format(dev, name, sizeof name);
-        if (count == 0)
-            return ct_error_set(CT_ERR_DEVICE, "%s: no %s devices are available", name,
-                                k_type_titles[dev.type]);
+        if (count == 0) {
+            char why[224] = "";
+            if (b->no_device_reason) {
+                why[0] = ':', why[1] = ' ';
+                b->no_device_reason(why + 2, sizeof why - 2);
+            }
+            return ct_error_set(CT_ERR_DEVICE, "%s: no %s devices are available%s", name, k_type_titles[dev.type],
+                                why);
+        }
         return ct_error_set(CT_ERR_DEVICE,
                             "%s: invalid device ordinal %d; %d %s device%s available (valid "
                             "ordinals: 0..%d)",

@@ -14,7 +14,8 @@
  *
  * The CUDA runtime is linked statically and loads the driver itself: with no
  * driver or no GPU, cudaGetDeviceCount fails and the backend has 0 devices,
- * which the core reports as "cuda:0: no CUDA devices are available".
+ * which the core reports as "cuda:0: no CUDA devices are available: <why>"
+ * (no_device_reason).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -146,6 +147,7 @@ int ct_cu_count(void) {
 /* Why the runtime found no device, in the user's terms (ctorch-info prints
  * the same facts at length). */
 static void no_device_reason(char *buf, size_t size) {
+    (void)ct_cu_count(); /* the enumeration records the runtime's error */
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     if (g_count_error == cudaErrorInsufficientDriver)
         snprintf(buf, size, "no usable NVIDIA driver (libcuda.so.1 missing, or older than this CUDA runtime %d)",
@@ -168,7 +170,7 @@ static const cu_device *cu_dev(int dev) {
         char why[192];
         if (n == 0) no_device_reason(why, sizeof why);
         if (n == 0)
-            ct_error_set(CT_ERR_DEVICE, "cuda:%d: no CUDA devices are available: %s (ctorch-info says more)", dev,
+            ct_error_set(CT_ERR_DEVICE, "cuda:%d: no CUDA devices are available: %s", dev,
                          why);
         else
             ct_error_set(CT_ERR_DEVICE, "cuda:%d: invalid device ordinal; %d CUDA device%s available", dev, n,
@@ -448,6 +450,7 @@ const ct_backend ct_cuda_backend = {
     .name = "cuda",
     .type = CT_DEVICE_CUDA,
     .device_count = cu_device_count,
+    .no_device_reason = no_device_reason,
     .device_name = cu_device_name,
     .device_properties = cu_device_properties,
     .synchronize = cu_synchronize,
