@@ -78,7 +78,61 @@ static ct_status binary_backward(ct_node *n, const ct_tensor *g, ct_tensor **gra
                : CT_OK;
 }
 
+/* ---- 0-dim CPU tensors as operands of device ops ------------------------------------ */
+
+/* PyTorch lets a 0-dim CPU tensor be an operand of an op whose other
+ * operands are on a device (x_cuda * torch.tensor(2.0)); the op runs there.
+ * The device is that of the first operand that is not a 0-dim CPU tensor. */
+static bool cpu_scalar(const ct_tensor *t) { return t && t->ndim == 0 && t->storage->device.type == CT_DEVICE_CPU; }
+
+static ct_device op_device(const ct_tensor *const *ts, int n) {
+    for (int i = 0; i < n; i++)
+        if (ts[i] && !cpu_scalar(ts[i])) return ts[i]->storage->device;
+    return ct_device_cpu();
+}
+
+/* t itself, or (a 0-dim CPU tensor off the op's device) its copy on dev,
+ * made through a recorded copy so that its gradient comes back to the CPU;
+ * *moved is the copy to release. */
+static const ct_tensor *onto(const ct_tensor *t, ct_device dev, ct_tensor **moved) {
+    *moved = NULL;
+    if (!cpu_scalar(t) || ct_device_equal(t->storage->device, dev)) return t;
+    *moved = cta_to_device(t, dev);
+    return *moved;
+}
+
+static ct_tensor *binary_recorded(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha);
+static ct_tensor *where_recorded(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
+
 ct_tensor *cta_binary(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha) {
+    if (!a || !b || ct_device_equal(a->storage->device, b->storage->device)) return binary_recorded(op, a, b, alpha);
+    const ct_tensor *ts[2] = {a, b};
+    const ct_device dev = op_device(ts, 2);
+    ct_tensor *ma, *mb;
+    const ct_tensor *a2 = onto(a, dev, &ma), *b2 = onto(b, dev, &mb);
+    ct_tensor *out = a2 && b2 ? binary_recorded(op, a2, b2, alpha) : NULL;
+    ct_decref(ma);
+    ct_decref(mb);
+    return out;
+}
+
+ct_tensor *cta_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
+    const ct_tensor *ts[3] = {cond, a, b};
+    if (!cond || !a || !b ||
+        (ct_device_equal(cond->storage->device, a->storage->device) &&
+         ct_device_equal(a->storage->device, b->storage->device)))
+        return where_recorded(cond, a, b);
+    const ct_device dev = op_device(ts, 3);
+    ct_tensor *mc, *ma, *mb;
+    const ct_tensor *c2 = onto(cond, dev, &mc), *a2 = onto(a, dev, &ma), *b2 = onto(b, dev, &mb);
+    ct_tensor *out = c2 && a2 && b2 ? where_recorded(c2, a2, b2) : NULL;
+    ct_decref(mc);
+    ct_decref(ma);
+    ct_decref(mb);
+    return out;
+}
+
+static ct_tensor *binary_recorded(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha) {
     ct_tensor *out = cti_binary(op, a, b, alpha);
     const ct_tensor *ins[2] = {a, b};
     const char *name = binary_node_name(op);
@@ -248,7 +302,7 @@ static ct_status where_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad
     return s.failed ? ct_last_status() : CT_OK;
 }
 
-ct_tensor *cta_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
+static ct_tensor *where_recorded(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
     ct_tensor *out = cti_where(cond, a, b);
     const ct_tensor *ins[3] = {cond, a, b};
     if (!out || !ct_dtype_is_floating(out->dtype) || !cta_needs_grad(ins + 1, 2)) return out;
