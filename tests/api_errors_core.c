@@ -65,6 +65,7 @@ static void rows_tensor_basics(void) {
     QUIET_VOID(ct_release, (NT));
     QUIET_VAL(ct_refcount, (NT), r_ == 0);
     ERR_VOID(ct_scope_end, (), "ct_scope_end: no scope is open");
+    ERR_VOID(ct_scope_end_at, (NULL), "ct_scope_end: no scope is open");
     PROP_PTR(ct_keep, (NT));
 
     PROP_VAL(ct_ndim, (NT), r_ == 0);

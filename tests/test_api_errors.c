@@ -49,6 +49,7 @@ static const na_entry k_not_applicable[] = {
     {"ct_live_tensors", "no arguments"},
     {"ct_live_storages", "no arguments"},
     {"ct_scope_begin", "no arguments"},
+    {"ct_scope_begin_at", "any address names a block; NULL means an unnamed scope"},
     {"ct_scope_depth", "no arguments"},
     {"ct_get_default_dtype", "no arguments"},
     {"ct_float_to_half", "every float has a half value"},

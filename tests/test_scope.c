@@ -220,6 +220,50 @@ static void test_ct_scope_macro(void) {
 }
 
 /* Views hold the storage: releasing the base leaves the view readable. */
+/* CT_SCOPE left by break or return: closed at the end of the CT_SCOPE
+ * around it, or when the same CT_SCOPE is entered again; nothing leaks and
+ * the depth comes back. */
+static int leave_by_return(ct_tensor **out) {
+    CT_SCOPE {
+        *out = ct_ones(CT_SHAPE(4));
+        return ct_scope_depth(); /* leaves the scope open */
+    }
+    return -1;
+}
+
+static void test_scope_left_by_break_or_return(void) {
+    const int64_t live = LIVE_T();
+    const int depth = ct_scope_depth();
+    CT_SCOPE { /* an inner scope left by break is closed when this one ends */
+        ct_tensor *t = NULL;
+        CT_SCOPE {
+            t = ct_zeros(CT_SHAPE(3));
+            if (t) break;
+        }
+        CT_EXPECT_INT_EQ(ct_scope_depth(), depth + 2); /* still open, t still usable */
+        CT_EXPECT(t && ct_numel(t) == 3);
+    }
+    CT_EXPECT_INT_EQ(ct_scope_depth(), depth);
+    CT_EXPECT_INT_EQ(LIVE_T(), live);
+    for (int i = 0; i < 5; i++) /* the same CT_SCOPE left by break on every pass */
+        CT_SCOPE {
+            ct_ones(CT_SHAPE(2));
+            break;
+        }
+    CT_EXPECT(ct_scope_depth() <= depth + 1); /* each new pass closed the abandoned one */
+    CT_SCOPE {} /* a later CT_SCOPE at this level: the last abandoned one stays until its site returns */
+    CT_SCOPE { /* a function returning from inside its CT_SCOPE, called inside ours */
+        ct_tensor *kept = NULL;
+        const int before = ct_scope_depth(), inside = leave_by_return(&kept);
+        CT_EXPECT_INT_EQ(inside, before + 1);
+        CT_EXPECT_INT_EQ(ct_scope_depth(), before + 1); /* left open by the return… */
+        CT_EXPECT(kept != NULL);                        /* …until this CT_SCOPE ends */
+    }
+    if (ct_scope_depth() > depth) ct_scope_end(); /* the loop's last abandoned scope */
+    CT_EXPECT_INT_EQ(ct_scope_depth(), depth);
+    CT_EXPECT_INT_EQ(LIVE_T(), live);
+}
+
 static void test_views_keep_storage_alive(void) {
     int64_t t0 = LIVE_T(), s0 = LIVE_S();
     ct_tensor *base = ct_arange(0, 12, 1, .dtype = CT_FLOAT32);
@@ -416,6 +460,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_release_inside_scope);
     CT_RUN(test_retain_inside_scope);
     CT_RUN(test_ct_scope_macro);
+    CT_RUN(test_scope_left_by_break_or_return);
     CT_RUN(test_views_keep_storage_alive);
     CT_RUN(test_scope_end_without_begin);
     CT_RUN(test_deep_nesting);

@@ -84,13 +84,26 @@ CT_API int ct_refcount(const ct_tensor *t);    /* for tests and debugging */
 
 CT_API void ct_scope_begin(void);
 CT_API void ct_scope_end(void);
+/* CT_SCOPE's own begin/end: `site` names the block (the address of its loop
+ * variable), so that a block left by break, goto or return is closed later
+ * (see CT_SCOPE). */
+CT_API void ct_scope_begin_at(void *site);
+CT_API void ct_scope_end_at(void *site);
 CT_API ct_tensor *ct_keep(ct_tensor *t);       /* returns t */
 CT_API int ct_scope_depth(void);
-/* A block whose temporaries are released at its end. Do not leave it with
- * return/goto/break; use ct_scope_begin/end directly when you need to. */
+/* A block whose temporaries are released at its end:
+ *   CT_SCOPE { ct_tensor *y = ct_relu(ct_mm(a, b)); … }   // y released here
+ * `continue` inside it ends it normally. `break`, `goto` or `return` leave
+ * it without its end (`break` leaves the CT_SCOPE's own loop, not yours);
+ * such a scope is closed, and its temporaries released, at the next point
+ * that can tell it was abandoned: the end of the CT_SCOPE around it, or the
+ * next entry into the same CT_SCOPE in the same call. A function that
+ * returns from inside a CT_SCOPE with no CT_SCOPE around its call keeps
+ * the scope open: pass results out with ct_keep and let the block end, or
+ * use ct_scope_begin/ct_scope_end yourself. */
 #define CT_SCOPE CT_SCOPE_AT_(__LINE__)
 #define CT_SCOPE_AT_(line) CT_SCOPE_NAMED_(CT_CONCAT_(ct_scope_once_, line))
-#define CT_SCOPE_NAMED_(v) for (int v = (ct_scope_begin(), 1); v; v = (ct_scope_end(), 0))
+#define CT_SCOPE_NAMED_(v) for (int v = (ct_scope_begin_at(&v), 1); v; v = (ct_scope_end_at(&v), 0))
 #define CT_CONCAT_(a, b) CT_CONCAT2_(a, b)
 #define CT_CONCAT2_(a, b) a##b
 

@@ -122,6 +122,7 @@ int ct_refcount(const ct_tensor *t) { return t ? atomic_load(&((ct_tensor *)t)->
 typedef struct scope {
     ct_tensor **items;
     int64_t count, cap;
+    const void *site; /* the CT_SCOPE that opened it (its loop variable), or NULL */
 } scope;
 
 /* The per-thread stack of open scopes grows as needed. If it cannot grow
@@ -149,7 +150,33 @@ void ct_scope_begin(void) {
         tl_overflow++;
         return;
     }
+    tl_scopes[tl_depth].site = NULL;
     tl_scopes[tl_depth++].count = 0;
+}
+
+/* A CT_SCOPE left by break, goto or return never ran its ct_scope_end.
+ * Entering the same CT_SCOPE again in the same frame (its loop variable has
+ * the same address, and a variable that is still live cannot share it)
+ * while that abandoned scope is still the innermost one closes it first.
+ * Deeper ones are left: a scope opened above it may be live. */
+void ct_scope_begin_at(void *site) {
+    if (site && tl_overflow == 0 && tl_depth > 0 && tl_scopes[tl_depth - 1].site == site) ct_scope_end();
+    ct_scope_begin();
+    if (tl_overflow == 0 && tl_depth > 0) tl_scopes[tl_depth - 1].site = site;
+}
+
+/* Ending a CT_SCOPE closes the scopes still open above it first: they were
+ * opened inside its body and left without their end (a CT_SCOPE left by
+ * break or return). If its own scope is no longer open, nothing is closed. */
+void ct_scope_end_at(void *site) {
+    if (!site || tl_overflow > 0) {
+        ct_scope_end();
+        return;
+    }
+    int d = tl_depth - 1;
+    while (d >= 0 && tl_scopes[d].site != site) d--;
+    if (d < 0) return;
+    while (tl_depth > d) ct_scope_end();
 }
 
 void ct_scope_end(void) {
