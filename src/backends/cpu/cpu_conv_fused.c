@@ -76,6 +76,10 @@ static void blas_single_end(void) {
     pthread_mutex_unlock(&blas_mode_lock);
 }
 
+/* Only OpenBLAS has a pool of its own to stand aside: float64 products, and
+ * float32 ones where OpenBLAS is the GEMM engine (cpu_gemm.c). */
+static bool uses_blas_pool(ct_dtype dt) { return dt == CT_FLOAT64 || !ct_cpu_gemm_shares_openmp(); }
+
 /* ---- shapes of one call ------------------------------------------------------------- */
 
 typedef struct conv_dims {
@@ -389,13 +393,14 @@ static ct_status run_chunks(const char *op, const conv_dims *d, const ct_conv2d_
                             const ct_kview *out) {
     ct_conv_tap *taps = ct_cpu_conv_taps(g);
     if (!taps) return ct_error_set(CT_ERR_OOM, "%s: out of memory", op);
-    if (d->thread_chunks) blas_single_begin();
+    const bool stand_aside = d->thread_chunks && uses_blas_pool(a->dtype);
+    if (stand_aside) blas_single_begin();
     ct_status st;
     if (a->dtype == CT_FLOAT32)
         st = per_chunk_f32(d, g, taps, forward, base_of(a), base_of(w), base_of(out));
     else
         st = per_chunk_f64(d, g, taps, forward, base_of(a), base_of(w), base_of(out));
-    if (d->thread_chunks) blas_single_end();
+    if (stand_aside) blas_single_end();
     free(taps);
     return st == CT_OK ? CT_OK : ct_error_set(st, "%s: out of memory for a column matrix", op);
 }
@@ -439,12 +444,13 @@ ct_status ct_cpu_conv2d_backward_weight(const ct_kview *dw, const ct_kview *dy, 
     ct_conv_tap *taps = ct_cpu_conv_taps(g);
     ct_status st = part && taps ? CT_OK : CT_ERR_OOM;
     if (st == CT_OK) {
-        if (d.thread_blocks) blas_single_begin();
+        const bool stand_aside = d.thread_blocks && uses_blas_pool(dy->dtype);
+        if (stand_aside) blas_single_begin();
         if (dy->dtype == CT_FLOAT32)
             st = grad_weight_f32(&d, g, taps, base_of(dy), base_of(x), part, base_of(dw));
         else
             st = grad_weight_f64(&d, g, taps, base_of(dy), base_of(x), part, base_of(dw));
-        if (d.thread_blocks) blas_single_end();
+        if (stand_aside) blas_single_end();
     }
     free(part);
     free(taps);
