@@ -53,8 +53,7 @@ static double time_layer(const layer *l, bool backward, int reps) {
         for (int r = -2; r < reps; r++) { /* two warm-up runs: plans, caches, page faults */
             double t0 = bench_now();
             CT_SCOPE {
-                ct_tensor *y = ct_conv2d(x, w, NULL, CT_PAIR(l->stride, l->stride), CT_PAIR(l->pad, l->pad),
-                                         CT_PAIR(1, 1), 1);
+                ct_tensor *y = ct_conv2d(x, w, NULL, .stride = {l->stride, l->stride}, .padding = {l->pad, l->pad});
                 if (backward) ct_backward_ex(y, ct_ones_like(y), false);
             }
             if (r >= 0) t[r] = bench_now() - t0;

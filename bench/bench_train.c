@@ -64,9 +64,7 @@ static bool train_step(void *p) {
     train_ctx *c = p;
     CT_SCOPE {
         ct_tensor *out = ct_forward(c->model, c->x);
-        ct_tensor *loss = c->classify
-            ? ct_cross_entropy(out, c->y, NULL, CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_MEAN, 0.0)
-            : ct_mse_loss(out, c->y, CT_REDUCTION_MEAN);
+        ct_tensor *loss = c->classify ? ct_cross_entropy(out, c->y) : ct_mse_loss(out, c->y);
         ct_zero_grad(c->opt);
         ct_backward(loss);
         ct_step(c->opt);

@@ -39,8 +39,7 @@ int main(int argc, char **argv) {
     for (int step = 0; step < max_steps && ct_dataloader_next(it, &batch); step++) {
         CT_SCOPE {
             ct_tensor *x = ct_to_device_nb(batch.t[0], dev, true), *y = ct_to_device_nb(batch.t[1], dev, true);
-            ct_tensor *loss = ct_cross_entropy(ct_forward(model, x), y, NULL, CT_IGNORE_INDEX_DEFAULT,
-                                               CT_REDUCTION_MEAN, 0.0);
+            ct_tensor *loss = ct_cross_entropy(ct_forward(model, x), y);
             ct_zero_grad(opt);
             ct_backward(loss);
             ct_step(opt);

@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
     ct_optimizer *opt = ct_sgd(model, (ct_sgd_opts){.lr = 0.01});
     ct_tensor *x = ct_randn(CT_SHAPE(32, 10), .device = dev), *y = ct_randn(CT_SHAPE(32, 1), .device = dev);
     for (int epoch = 0; epoch < 100; epoch++) CT_SCOPE {
-        ct_tensor *loss = ct_mse_loss(ct_forward(model, x), y, CT_REDUCTION_MEAN);
+        ct_tensor *loss = ct_mse_loss(ct_forward(model, x), y);
         ct_zero_grad(opt);
         ct_backward(loss);
         ct_step(opt);

@@ -16,6 +16,10 @@
  *   PROP_STATUS(fn, (args), "text")    the same; and with no earlier error,
  *                                       one that contains text (NULL: none
  *                                       is required)
+ *   PROP_PTR_SAYS(fn, (args), "text") / PROP_VAL_SAYS(fn, (args), ok, "text")
+ *                                       PROP_PTR / PROP_VAL, and with no
+ *                                       earlier error one that contains text
+ *                                       (a NULL module, optimizer, dict, …)
  *   QUIET_VAL(fn, (args), ok) / QUIET_VOID(fn, (args))
  *                                       documented no-ops and neutral values
  * The text may be NULL for ERR rows (any message). Every row runs alone in a
@@ -160,6 +164,29 @@ void api_rows_all(void);
         (void)r_;                                                                   \
         if (!(ok)) api_fail("%s%s: expected %s", #fn, #args, #ok);                  \
         api_check_message(API_PROPAGATE, NULL);                                     \
+    }
+/* PROP_PTR and PROP_VAL for calls that take a NULL object other than a
+ * tensor (a module, optimizer, dict, stream, …): the earlier error is kept;
+ * and with none, the call records one that contains want. */
+#define PROP_PTR_SAYS(fn, args, want)                                               \
+    API_BEGIN(fn, args, API_PROPAGATE) {                                                  \
+        const void *r_ = (const void *)(fn args);                                   \
+        if (r_ != NULL) api_fail("%s%s returned a result, expected NULL", #fn, #args); \
+        api_check_message(API_PROPAGATE, NULL);                                     \
+        ct_clear_error();                                                           \
+        if ((r_ = (const void *)(fn args)) != NULL)                                 \
+            api_fail("%s%s returned a result, expected NULL", #fn, #args);          \
+        api_check_message(API_ERR, want);                                           \
+    }
+#define PROP_VAL_SAYS(fn, args, ok, want)                                           \
+    API_BEGIN(fn, args, API_PROPAGATE) {                                                  \
+        __typeof__(fn args) r_ = (fn args);                                         \
+        if (!(ok)) api_fail("%s%s: expected %s", #fn, #args, #ok);                  \
+        api_check_message(API_PROPAGATE, NULL);                                     \
+        ct_clear_error();                                                           \
+        r_ = (fn args);                                                             \
+        if (!(ok)) api_fail("%s%s: expected %s", #fn, #args, #ok);                  \
+        api_check_message(API_ERR, want);                                           \
     }
 #define PROP_VOID(fn, args)                                                         \
     API_BEGIN(fn, args, API_PROPAGATE) {                                                  \

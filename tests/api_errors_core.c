@@ -114,6 +114,8 @@ static void rows_creation(void) {
     ERR_PTR(ct_eye_opts, (2, INT64_MAX, CT_OPTS(0)), "numel: integer multiplication overflow");
     QUIET_VAL(ct_eye_opts, (0, INT64_MAX, CT_OPTS(0)), ct_numel(r_) == 0 && (ct_release(r_), true));
     ERR_PTR(ct_from_data, (NULL, CT_FLOAT32, CT_SHAPE(2), CT_OPTS(0)), "from_data: NULL data");
+    ERR_PTR(ct_tensor_from_args, ((ct_from_args){.src_dtype = CT_FLOAT32, .shape = CT_SHAPE(2)}), "from_data: NULL data");
+    ERR_PTR(ct_tensor_from_args, ((ct_from_args){g_buf, (ct_dtype)99, CT_SHAPE(2), .reserved_ = 0}), "from_data: invalid source dtype");
     ERR_PTR(ct_from_data, (g_buf, (ct_dtype)99, CT_SHAPE(2), CT_OPTS(0)), "from_data: invalid source dtype");
     ERR_PTR(ct_from_data, (g_buf, CT_INT64, ((ct_shape){.ndim = 100}), CT_OPTS(0)),
             "from_data: tensors have at most");
@@ -211,25 +213,26 @@ static void rows_copies(void) {
     ERR_STATUS(ct_copy_, (F.t, F.img), "copy_: The size of tensor a");
     QUIET_VAL(ct_copy_, (F.row0, F.row0), r_ == CT_OK);
     PROP_STATUS(ct_fill_, (NT, 1.0), "fill_: a tensor argument is NULL");
-    PROP_STATUS(ct_zero_, (NT), "fill_:");
+    PROP_STATUS(ct_zero_, (NT), "zero_:");
     ERR_STATUS(ct_copy_to_host, (F.t, NULL, CT_FLOAT64, 6), "copy_to_host: NULL argument");
-    ERR_STATUS(ct_copy_to_host, (NT, d6, CT_FLOAT64, 6), "copy_to_host: NULL argument");
+    PROP_STATUS(ct_copy_to_host, (NT, d6, CT_FLOAT64, 6), "copy_to_host: NULL argument");
     ERR_STATUS(ct_copy_to_host, (F.t, d6, (ct_dtype)99, 6), "copy_to_host: invalid dtype 99");
     ERR_STATUS(ct_copy_to_host, (F.t, d6, CT_FLOAT64, 5), "copy_to_host: the buffer holds 5 elements");
     ERR_STATUS(ct_copy_from_host, (F.t, NULL, CT_FLOAT64, 6), "copy_from_host: NULL argument");
-    ERR_STATUS(ct_copy_from_host, (NT, d6, CT_FLOAT64, 6), "copy_from_host: NULL argument");
+    PROP_STATUS(ct_copy_from_host, (NT, d6, CT_FLOAT64, 6), "copy_from_host: NULL argument");
     ERR_STATUS(ct_copy_from_host, (F.t, d6, (ct_dtype)99, 6), "copy_from_host: invalid dtype 99");
     ERR_STATUS(ct_copy_from_host, (F.t, d6, CT_FLOAT64, -1), "copy_from_host: the buffer holds -1 elements");
     PROP_VAL(ct_item, (NT), isnan(r_));
     ERR_VAL(ct_item, (F.t), isnan(r_), "item: a Tensor with 6 elements cannot be converted to Scalar");
     ERR_STATUS(ct_item_checked, (F.one, NULL), "item: NULL argument");
-    ERR_STATUS(ct_item_checked, (NT, d6), "item: NULL argument");
+    PROP_STATUS(ct_item_checked, (NT, d6), "item: NULL argument");
     PROP_VAL(ct_get, (NT, g_buf), isnan(r_));
     ERR_VAL(ct_get, (F.t, NULL), isnan(r_), "get: NULL index for a 2-D tensor");
     ERR_VAL(ct_get, (F.t, ((int64_t[]){5, 0})), isnan(r_), "get: index 5 is out of bounds for dimension 0");
     ERR_VAL(ct_get, (F.t, ((int64_t[]){0, INT64_MIN})), isnan(r_), "get: index");
     ERR_STATUS(ct_fprint, (NULL, F.t), "print: the FILE pointer is NULL");
     PROP_STATUS(ct_fprint, (stderr, NT), "print: the tensor is NULL");
+    PROP_STATUS(ct_fprint, (NULL, NT), "print: the tensor is NULL"); /* the object first */
     PROP_STATUS(ct_print, (NT), "print: the tensor is NULL");
     ERR_VAL(ct_snprint, (NULL, 10, F.t), r_ == -1, "snprint: buf is NULL but size is 10");
     QUIET_VAL(ct_snprint, (NULL, 0, F.t), r_ > 0);

@@ -24,7 +24,7 @@ static void rows_data(void) {
     QUIET_VOID(ct_dataset_free, (NULL));
     PROP_VAL(ct_dataset_len, (NULL), r_ == 0);
     PROP_VAL(ct_dataset_name, (NULL), r_ != NULL);
-    ERR_STATUS(ct_dataset_get, (NULL, 0, 0, &s), "ct_dataset_get: NULL argument");
+    PROP_STATUS(ct_dataset_get, (NULL, 0, 0, &s), "ct_dataset_get: NULL argument");
     ERR_STATUS(ct_dataset_get, (F.ds, 0, 0, NULL), "ct_dataset_get: NULL");
     ERR_STATUS(ct_dataset_get, (F.ds, 9, 0, &s), "index 9 is out of range");
     ERR_STATUS(ct_dataset_get, (F.ds, -1, 0, &s), "index -1 is out of range");
@@ -75,7 +75,7 @@ static void rows_data(void) {
     ERR_PTR(ct_sampler_new, (((ct_sampler_fns){NULL, NULL, NULL}), NULL), "sampler");
     PROP_VAL(ct_sampler_len, (NULL), r_ == 0);
     QUIET_VOID(ct_sampler_set_epoch, (NULL, 1));
-    ERR_STATUS(ct_sampler_indices, (NULL, idx), "ct_sampler_indices: NULL argument");
+    PROP_STATUS(ct_sampler_indices, (NULL, idx), "ct_sampler_indices: NULL argument");
     ERR_STATUS(ct_sampler_indices, (F.sampler, NULL), "ct_sampler_indices: NULL argument");
     ERR_STATUS(ct_sampler_indices, (F.failing_sampler, idx), "fill");
     ERR_STATUS(ct_sampler_indices, (F.failing_sampler, (ct_set_error(CT_ERR_STATE, "stale"), idx)), "fill");
@@ -83,6 +83,8 @@ static void rows_data(void) {
     ct_sample samples[1] = {{0}};
     ERR_STATUS(ct_default_collate, (NULL, 1, &s, false, NULL), "collate: NULL");
     ERR_STATUS(ct_default_collate, (samples, 1, NULL, false, NULL), "collate: NULL");
+    PROP_STATUS(ct_default_collate, (((ct_sample[]){{1, {NT}}}), 1, &s, false, NULL),
+                "default_collate: field 0 of entry 0 is NULL");
     ERR_STATUS(ct_default_collate, (samples, 0, &s, false, NULL), "collate");
     ERR_STATUS(ct_default_collate, (samples, -1, &s, false, NULL), "collate");
     PROP_PTR(ct_dataloader_new, (NULL, (ct_dataloader_opts){0}));
@@ -113,39 +115,41 @@ static void rows_io_summary(void) {
     void *buf = NULL;
     size_t n = 0;
     QUIET_VOID(ct_tensor_dict_free, (NULL));
-    ERR_STATUS(ct_tensor_dict_set, (NULL, "a", F.t), "tensor_dict_set: NULL dict");
+    PROP_STATUS(ct_tensor_dict_set, (NULL, "a", F.t), "tensor_dict_set: NULL dict");
     ERR_STATUS(ct_tensor_dict_set, (F.dict, NULL, F.t), "NULL name");
     PROP_STATUS(ct_tensor_dict_set, (F.dict, "a", NT), "tensor_dict_set:");
-    ERR_PTR(ct_tensor_dict_get, (NULL, "t"), "tensor_dict_get: NULL dict");
+    PROP_PTR_SAYS(ct_tensor_dict_get, (NULL, "t"), "tensor_dict_get: NULL dict");
     ERR_PTR(ct_tensor_dict_get, (F.dict, NULL), "NULL name");
     ERR_PTR(ct_tensor_dict_get, (F.dict, "nope"), "nope");
     PROP_VAL(ct_tensor_dict_contains, (NULL, "t"), !r_);
     QUIET_VAL(ct_tensor_dict_contains, (F.dict, NULL), !r_);
     PROP_VAL(ct_tensor_dict_index, (NULL, "t"), r_ == -1);
-    ERR_STATUS(ct_tensor_dict_remove, (NULL, "t"), "tensor_dict_remove: NULL dict");
+    PROP_STATUS(ct_tensor_dict_remove, (NULL, "t"), "tensor_dict_remove: NULL dict");
     ERR_STATUS(ct_tensor_dict_remove, (F.dict, NULL), "NULL name");
     ERR_STATUS(ct_tensor_dict_remove, (F.dict, "nope"), "nope");
     PROP_VAL(ct_tensor_dict_size, (NULL), r_ == 0);
-    ERR_PTR(ct_tensor_dict_name, (NULL, 0), "tensor_dict_name: index 0 is out of range");
+    PROP_PTR_SAYS(ct_tensor_dict_name, (NULL, 0), "tensor_dict_name: index 0 is out of range");
     ERR_PTR(ct_tensor_dict_name, (F.dict, 5), NULL);
     ERR_PTR(ct_tensor_dict_name, (F.dict, -1), NULL);
-    ERR_PTR(ct_tensor_dict_value, (NULL, 0), "tensor_dict_value: index 0 is out of range");
+    PROP_PTR_SAYS(ct_tensor_dict_value, (NULL, 0), "tensor_dict_value: index 0 is out of range");
     ERR_PTR(ct_tensor_dict_value, (F.dict, 5), NULL);
-    ERR_STATUS(ct_tensor_dict_set_metadata, (NULL, "k", "v"), "tensor_dict_set_metadata: NULL dict");
+    PROP_STATUS(ct_tensor_dict_set_metadata, (NULL, "k", "v"), "tensor_dict_set_metadata: NULL dict");
     ERR_STATUS(ct_tensor_dict_set_metadata, (F.dict, NULL, "v"), "NULL");
     ERR_STATUS(ct_tensor_dict_set_metadata, (F.dict, "k", "\xff"), "UTF-8");
     PROP_PTR(ct_tensor_dict_get_metadata, (NULL, "format"));
     QUIET_VAL(ct_tensor_dict_get_metadata, (F.dict, NULL), r_ == NULL);
     PROP_VAL(ct_tensor_dict_metadata_size, (NULL), r_ == 0);
-    ERR_PTR(ct_tensor_dict_metadata_key, (NULL, 0), "tensor_dict_metadata_key: index 0 is out of range");
+    PROP_PTR_SAYS(ct_tensor_dict_metadata_key, (NULL, 0), "tensor_dict_metadata_key: index 0 is out of range");
     ERR_PTR(ct_tensor_dict_metadata_key, (F.dict, 7), NULL);
     ERR_STATUS(ct_safetensors_save, (NULL, F.dict), "NULL path");
-    ERR_STATUS(ct_safetensors_save, (api_path("x.safetensors"), NULL), "safetensors_save: NULL dict");
+    PROP_STATUS(ct_safetensors_save, (api_path("x.safetensors"), NULL), "safetensors_save: NULL dict");
+    PROP_STATUS(ct_safetensors_save, (NULL, NULL), "safetensors_save: NULL dict"); /* the object first */
     ERR_STATUS(ct_safetensors_save, (api_path("file/x.safetensors"), F.dict), "file/x.safetensors");
-    ERR_STATUS(ct_safetensors_save_buffer, (NULL, &buf, &n), "safetensors_save_buffer: NULL dict");
+    PROP_STATUS(ct_safetensors_save_buffer, (NULL, &buf, &n), "safetensors_save_buffer: NULL dict");
+    PROP_STATUS(ct_safetensors_save_buffer, (NULL, NULL, &n), "safetensors_save_buffer: NULL dict");
     ERR_STATUS(ct_safetensors_save_buffer, (F.dict, NULL, &n), "NULL");
     ERR_STATUS(ct_safetensors_save_checksummed, (NULL, F.dict), "NULL path");
-    ERR_STATUS(ct_safetensors_save_checksummed, (api_path("x.safetensors"), NULL), "safetensors_save: NULL dict");
+    PROP_STATUS(ct_safetensors_save_checksummed, (api_path("x.safetensors"), NULL), "safetensors_save: NULL dict");
     ERR_STATUS(ct_safetensors_load, (NULL, ct_device_cpu(), &out), "NULL path");
     ERR_STATUS(ct_safetensors_load, ("x.safetensors", ct_device_cpu(), NULL), "NULL");
     ERR_STATUS(ct_safetensors_load, (api_path("file/x.safetensors"), ct_device_cpu(), &out), "file/x.safetensors");
@@ -156,14 +160,14 @@ static void rows_io_summary(void) {
     ERR_STATUS(ct_safetensors_load_buffer, ("12345678", 8, ct_device_cpu(), NULL), "NULL");
 
     ERR_PTR(ct_summary_writer_new, (api_path("file/logs")), "file/logs");
-    ERR_STATUS(ct_summary_add_scalar, (NULL, "loss", 1.0, 0), "add_scalar: NULL writer");
+    PROP_STATUS(ct_summary_add_scalar, (NULL, "loss", 1.0, 0), "add_scalar: NULL writer");
     ERR_STATUS(ct_summary_add_scalar, (F.w, NULL, 1.0, 0), "tag");
     ERR_STATUS(ct_summary_add_scalar, (F.w, "", 1.0, 0), "tag");
-    ERR_STATUS(ct_summary_add_scalar_at, (NULL, "loss", 1.0, 0, 1e9), "add_scalar: NULL writer");
+    PROP_STATUS(ct_summary_add_scalar_at, (NULL, "loss", 1.0, 0, 1e9), "add_scalar: NULL writer");
     ERR_STATUS(ct_summary_add_scalar_at, (F.w, "loss", 1.0, 0, NAN), "wall");
     PROP_VOID(ct_summary_set_flush_secs, (NULL, 1.0));
     QUIET_VOID(ct_summary_set_flush_secs, (F.w, -1.0));
-    ERR_STATUS(ct_summary_flush, (NULL), "flush: NULL writer");
+    PROP_STATUS(ct_summary_flush, (NULL), "flush: NULL writer");
     PROP_VAL(ct_summary_writer_path, (NULL), r_ == NULL);
     QUIET_VAL(ct_summary_writer_close, (NULL), r_ == CT_OK);
 }

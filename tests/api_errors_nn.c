@@ -14,6 +14,14 @@ static ct_tensor *silent_forward(ct_module *self, const ct_tensor *x) {
     return NULL;
 }
 
+/* One MSELoss per row's child process, for ct_loss's rows (held here, so
+ * not a leak). */
+static ct_module *g_mse_criterion;
+static ct_module *mse_criterion(void) {
+    if (!g_mse_criterion) g_mse_criterion = ct_nn_mse_loss();
+    return g_mse_criterion;
+}
+
 static void rows_modules(void) {
     ct_tensor *params[4];
     const char *names[4];
@@ -26,9 +34,10 @@ static void rows_modules(void) {
     ERR_PTR(ct_forward, (F.silent, F.t), "Silent: forward returned NULL without setting an error");
     ERR_PTR(ct_forward, (F.silent, (ct_set_error(CT_ERR_STATE, "stale"), F.t)), "Silent: forward returned NULL");
     QUIET_VOID(ct_module_free, (NM));
-    ERR_PTR(ct_module_to, (NM, ct_device_cpu()), "module.to: NULL module");
+    PROP_PTR_SAYS(ct_module_to, (NM, ct_device_cpu()), "module.to: NULL module");
     ERR_PTR(ct_module_to, (F.m, BAD_DEV), "Device index");
-    ERR_STATUS(ct_module_to_checked, (NM, ct_device_cpu()), "module.to: NULL module");
+    PROP_STATUS(ct_module_to_checked, (NM, ct_device_cpu()), "module.to: NULL module");
+    PROP_STATUS(ct_module_to_checked, (NM, BAD_DEV), "module.to: NULL module"); /* the object first */
     ERR_STATUS(ct_module_to_checked, (F.m, BAD_DEV), "Device index");
     PROP_VOID(ct_module_train, (NM, true));
     PROP_VAL(ct_module_is_training, (NM), !r_);
@@ -44,12 +53,12 @@ static void rows_modules(void) {
     QUIET_VAL(ct_module_get, (F.m, "nope"), r_ == NULL); /* absent: NULL, no error */
     PROP_PTR(ct_module_child, (NM, "0"));
     ERR_PTR(ct_module_child, (F.m, NULL), "module_child: NULL name");
-    ERR_STATUS(ct_module_print, (NM), "module print: NULL module");
+    PROP_STATUS(ct_module_print, (NM), "module print: NULL module");
     QUIET_VAL(ct_module_new, (NULL, echo_forward, NULL, NULL), (ct_module_free(r_), true)); /* type "Module" */
     PROP_PTR(ct_module_state, (NM));
     /* registration takes the reference it is given, also when it fails */
     PROP_STATUS(ct_module_add_parameter, (NM, "w", NT), "register_parameter:");
-    ERR_STATUS(ct_module_add_parameter, (NM, "w", ct_ones(CT_SHAPE(2))), "register_parameter: NULL module");
+    PROP_STATUS(ct_module_add_parameter, (NM, "w", ct_ones(CT_SHAPE(2))), "register_parameter: NULL module");
     PROP_STATUS(ct_module_add_parameter, (F.m, "w", NT), "register_parameter:");
     ERR_STATUS(ct_module_add_parameter, (F.m, NULL, ct_ones(CT_SHAPE(2))), "register_parameter: name can't be empty");
     ERR_STATUS(ct_module_add_parameter, (F.m, "a.b", ct_ones(CT_SHAPE(2))), "a.b");
@@ -57,10 +66,10 @@ static void rows_modules(void) {
     ERR_STATUS(ct_module_add_parameter, (F.m, "w", ct_ones(CT_SHAPE(2), .dtype = CT_INT64)),
                "must be floating point");
     PROP_STATUS(ct_module_add_buffer, (NM, "b", NT), "register_buffer:");
-    ERR_STATUS(ct_module_add_buffer, (NM, "b", ct_ones(CT_SHAPE(2))), "register_buffer: NULL module");
+    PROP_STATUS(ct_module_add_buffer, (NM, "b", ct_ones(CT_SHAPE(2))), "register_buffer: NULL module");
     ERR_STATUS(ct_module_add_buffer, (F.m, NULL, ct_ones(CT_SHAPE(2))), "register_buffer: name can't be empty");
     PROP_STATUS(ct_module_add_child, (NM, "c", NM), "add_module:");
-    ERR_STATUS(ct_module_add_child, (NM, "c", ct_nn_relu()), "add_module: NULL argument");
+    PROP_STATUS(ct_module_add_child, (NM, "c", ct_nn_relu()), "add_module: NULL argument");
     PROP_STATUS(ct_module_add_child, (F.m, "c", NM), "add_module:");
     ERR_STATUS(ct_module_add_child, (F.m, NULL, ct_nn_relu()), "add_module: name can't be empty");
     PROP_PTR(ct_module_param, (NM, "weight"));
@@ -102,13 +111,33 @@ static void rows_modules(void) {
     ERR_PTR(ct_nn_maxpool2d, (2, -2, 0), "MaxPool2d: stride should be greater than zero");
     ERR_PTR(ct_nn_avgpool2d, (-1, 0, 0), "AvgPool2d: kernel_size should be greater than zero");
     QUIET_VAL(ct_nn_adaptive_avgpool2d, (-1, 1), (ct_module_free(r_), true)); /* negative: keep the size */
-    ERR_PTR(ct_module_state_dict, (NM), "state_dict: NULL module");
-    ERR_STATUS(ct_module_load_state_dict, (NM, F.dict, true), "load_state_dict: NULL argument");
-    ERR_STATUS(ct_module_load_state_dict, (F.m, NULL, true), "load_state_dict: NULL argument");
+    /* criterions: options checked when made, as the functional losses check them */
+    ERR_PTR(ct_nn_mse_loss_opts, (CT_LOSS_OPTS(.weight = F.t)), "MSELoss() got an unexpected keyword argument 'weight'");
+    ERR_PTR(ct_nn_mse_loss_opts, (CT_LOSS_OPTS(.reduction = (ct_reduction)9)),
+            "MSELoss: 9 is not a valid value for reduction");
+    ERR_PTR(ct_nn_cross_entropy_loss_opts, (CT_LOSS_OPTS(.label_smoothing = 1.5)),
+            "CrossEntropyLoss: label_smoothing must be between 0.0 and 1.0. Got: 1.5");
+    ERR_PTR(ct_nn_cross_entropy_loss_opts, (CT_LOSS_OPTS(.pos_weight = F.one)),
+            "CrossEntropyLoss() got an unexpected keyword argument 'pos_weight'");
+    ERR_PTR(ct_nn_nll_loss_opts, (CT_LOSS_OPTS(.label_smoothing = 0.1)),
+            "NLLLoss() got an unexpected keyword argument 'label_smoothing'");
+    ERR_PTR(ct_nn_bce_with_logits_loss_opts, (CT_LOSS_OPTS(.ignore_index = 3)),
+            "BCEWithLogitsLoss() got an unexpected keyword argument 'ignore_index'");
+    QUIET_VAL(ct_nn_bce_with_logits_loss_opts, (CT_LOSS_OPTS(.weight = F.one, .pos_weight = F.one)),
+              r_ && ct_module_buffer(r_, "pos_weight") && (ct_module_free(r_), true));
+    PROP_PTR(ct_loss, (NM, F.t, F.t));
+    PROP_PTR(ct_loss, (mse_criterion(), NT, F.t));
+    PROP_PTR(ct_loss, (mse_criterion(), F.t, NT));
+    ERR_PTR(ct_loss, (F.m, F.t, F.t), "loss: Linear is not a criterion");
+    ERR_PTR(ct_loss, (mse_criterion(), F.t, F.img), "mse_loss");
+    PROP_PTR_SAYS(ct_module_state_dict, (NM), "state_dict: NULL module");
+    PROP_STATUS(ct_module_load_state_dict, (NM, F.dict, true), "load_state_dict: NULL argument");
+    PROP_STATUS(ct_module_load_state_dict, (F.m, NULL, true), "load_state_dict: NULL argument");
     ERR_STATUS(ct_module_load_state_dict, (F.m, F.dict, true), "Error(s) in loading state_dict for Linear");
-    ERR_STATUS(ct_module_save, (NM, api_path("x.safetensors")), "state_dict: NULL module");
+    PROP_STATUS(ct_module_save, (NM, api_path("x.safetensors")), "state_dict: NULL module");
     ERR_STATUS(ct_module_save, (F.m, NULL), "NULL");
-    ERR_STATUS(ct_module_load, (NM, api_path("x.safetensors"), true), "load: NULL argument");
+    PROP_STATUS(ct_module_load, (NM, api_path("x.safetensors"), true), "load: NULL argument");
+    PROP_STATUS(ct_module_load, (NM, NULL, true), "load: NULL argument"); /* the object first */
     ERR_STATUS(ct_module_load, (F.m, NULL, true), "load: NULL argument");
     ERR_STATUS(ct_module_load, (F.m, api_path("file/x.safetensors"), true), "file/x.safetensors");
     ERR_PTR(ct_model_mlp, (4, NULL, 2, 3), "mlp: expected n_hidden >= 0 hidden sizes in a non-NULL array");
@@ -116,9 +145,8 @@ static void rows_modules(void) {
     ERR_PTR(ct_model_mlp, (4, ((int64_t[]){8}), -1, 3), "mlp: expected n_hidden >= 0");
     ERR_PTR(ct_model_resnet18, (0), "Linear: in_features and out_features must be positive, got 512 and 0");
     /* fusion (tests/test_fuse.c has the cases that need a conv and a bn) */
-    PROP_PTR(ct_fuse_conv_bn_eval, (NM, F.m));
-    PROP_PTR(ct_fuse_conv_bn_eval, (F.m, NM));
-    ERR_PTR(ct_fuse_conv_bn_eval, (NM, F.m), "fuse_conv_bn_eval: NULL conv");
+    PROP_PTR_SAYS(ct_fuse_conv_bn_eval, (NM, F.m), "fuse_conv_bn_eval: NULL conv");
+    PROP_PTR_SAYS(ct_fuse_conv_bn_eval, (F.m, NM), "fuse_conv_bn_eval: NULL bn");
     ERR_PTR(ct_fuse_conv_bn_eval, (F.m, F.seq), "fuse_conv_bn_eval: conv must be a Conv2d (ct_nn_conv2d), got Linear");
     PROP_STATUS(ct_module_fuse_conv_bn, (NM, "0", "1"), "fuse_conv_bn: NULL module");
     ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, NULL, "0"), "fuse_conv_bn: NULL conv_name");
@@ -126,57 +154,58 @@ static void rows_modules(void) {
     ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, "0", "1"),
                "fuse_conv_bn: bn_name \"1\" names no submodule of Sequential (it has no child \"1\")");
     ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, "0", "0"), "fuse_conv_bn: 0 must be a Conv2d (ct_nn_conv2d), got ReLU");
-    PROP_VAL(ct_module_fuse_conv_bn_all, (NM), r_ == -1);
-    ERR_VAL(ct_module_fuse_conv_bn_all, (NM), r_ == -1, "fuse_conv_bn_all: NULL module");
+    PROP_VAL_SAYS(ct_module_fuse_conv_bn_all, (NM), r_ == -1, "fuse_conv_bn_all: NULL module");
     QUIET_VAL(ct_module_fuse_conv_bn_all, (F.seq), r_ == 0); /* no pair: nothing to do */
 }
 
 static void rows_optim(void) {
     double norm;
-    ERR_PTR(ct_sgd, (NM, (ct_sgd_opts){.lr = 0.1}), "optimizer: NULL parameter list");
+    PROP_PTR_SAYS(ct_sgd, (NM, (ct_sgd_opts){.lr = 0.1}), "optimizer: NULL module");
+    PROP_PTR_SAYS(ct_sgd, (NM, (ct_sgd_opts){.lr = -1}), "optimizer: NULL module"); /* the object first */
     ERR_PTR(ct_sgd, (F.m, (ct_sgd_opts){.lr = -1}), "Invalid learning rate");
     ERR_PTR(ct_sgd, (F.m, (ct_sgd_opts){.lr = 0.1, .momentum = -1}), "Invalid momentum value");
-    ERR_PTR(ct_adam, (NM, (ct_adam_opts){0}), "optimizer: NULL parameter list");
+    PROP_PTR_SAYS(ct_adam, (NM, (ct_adam_opts){0}), "optimizer: NULL module");
     ERR_PTR(ct_adam, (F.m, (ct_adam_opts){.beta1 = 1.5}), "Invalid beta parameter at index 0");
-    ERR_PTR(ct_adamw, (NM, (ct_adam_opts){0}), "optimizer: NULL parameter list");
+    PROP_PTR_SAYS(ct_adamw, (NM, (ct_adam_opts){0}), "optimizer: NULL module");
     ERR_PTR(ct_adamw, (F.m, (ct_adam_opts){.eps = -1}), "Invalid epsilon value");
     ERR_PTR(ct_sgd_params, (NULL, 2, (ct_sgd_opts){.lr = 0.1}), "optimizer: NULL parameter list");
     ERR_PTR(ct_sgd_params, (&F.t, -1, (ct_sgd_opts){.lr = 0.1}), "optimizer");
-    ERR_PTR(ct_sgd_params, (((ct_tensor *[]){NT}), 1, (ct_sgd_opts){.lr = 0.1}), "optimizer: parameter 0 is NULL");
+    PROP_PTR_SAYS(ct_sgd_params, (((ct_tensor *[]){NT}), 1, (ct_sgd_opts){.lr = 0.1}), "optimizer: parameter 0 is NULL");
     ERR_PTR(ct_adam_params, (NULL, 1, (ct_adam_opts){0}), "optimizer: NULL parameter list");
     ERR_PTR(ct_adam_params, (&F.idx, 1, (ct_adam_opts){0}), "only floating-point parameters can be optimized");
     ERR_PTR(ct_adamw_params, (NULL, 1, (ct_adam_opts){0}), "optimizer: NULL parameter list");
     QUIET_VOID(ct_optimizer_free, (NULL));
-    ERR_STATUS(ct_step, (NULL), "step: NULL optimizer");
-    ERR_STATUS(ct_zero_grad, (NULL), "zero_grad: NULL optimizer");
+    PROP_STATUS(ct_step, (NULL), "step: NULL optimizer");
+    PROP_STATUS(ct_zero_grad, (NULL), "zero_grad: NULL optimizer");
     PROP_VAL(ct_optimizer_lr, (NULL), isnan(r_));
-    ERR_STATUS(ct_optimizer_set_lr, (NULL, 0.1), "set_lr: NULL optimizer");
+    PROP_STATUS(ct_optimizer_set_lr, (NULL, 0.1), "set_lr: NULL optimizer");
     ERR_STATUS(ct_optimizer_set_lr, (F.opt, -1), "Invalid learning rate");
     ERR_STATUS(ct_optimizer_set_lr, (F.opt, NAN), "Invalid learning rate");
     PROP_VAL(ct_optimizer_step_count, (NULL), r_ == 0);
-    ERR_PTR(ct_optimizer_state_dict, (NULL), "optimizer state_dict: NULL optimizer");
-    ERR_STATUS(ct_optimizer_load_state_dict, (NULL, F.dict), "optimizer load_state_dict: NULL optimizer");
-    ERR_STATUS(ct_optimizer_load_state_dict, (F.opt, NULL), "optimizer load_state_dict: NULL state dict");
+    PROP_PTR_SAYS(ct_optimizer_state_dict, (NULL), "optimizer state_dict: NULL optimizer");
+    PROP_STATUS(ct_optimizer_load_state_dict, (NULL, F.dict), "optimizer load_state_dict: NULL optimizer");
+    PROP_STATUS(ct_optimizer_load_state_dict, (F.opt, NULL), "optimizer load_state_dict: NULL state dict");
     ERR_STATUS(ct_optimizer_load_state_dict, (F.opt, F.dict), "load_state_dict");
-    ERR_STATUS(ct_clip_grad_norm, (NM, 1.0, 2.0, &norm), "clip_grad_norm_: NULL module");
+    PROP_STATUS(ct_clip_grad_norm, (NM, 1.0, 2.0, &norm), "clip_grad_norm_: NULL module");
     ERR_STATUS(ct_clip_grad_norm, (F.m, 1.0, 3.0, &norm), "clip_grad_norm");
-    ERR_PTR(ct_step_lr, (NULL, 1, 0.5), "lr_scheduler: NULL optimizer");
+    PROP_PTR_SAYS(ct_step_lr, (NULL, 1, 0.5), "lr_scheduler: NULL optimizer");
+    PROP_PTR_SAYS(ct_step_lr, (NULL, 0, 0.5), "lr_scheduler: NULL optimizer"); /* the object first */
     ERR_PTR(ct_step_lr, (F.opt, 0, 0.5), "StepLR");
-    ERR_PTR(ct_multistep_lr, (NULL, ((int[]){1}), 1, 0.5), "lr_scheduler: NULL optimizer");
+    PROP_PTR_SAYS(ct_multistep_lr, (NULL, ((int[]){1}), 1, 0.5), "lr_scheduler: NULL optimizer");
     ERR_PTR(ct_multistep_lr, (F.opt, NULL, 2, 0.5), "MultiStepLR: bad milestone list");
     ERR_PTR(ct_multistep_lr, (F.opt, ((int[]){3, 1}), 2, 0.5), "MultiStepLR");
     ERR_PTR(ct_multistep_lr, (F.opt, ((int[]){1}), -1, 0.5), "MultiStepLR");
-    ERR_PTR(ct_cosine_annealing_lr, (NULL, 10, 0), "lr_scheduler: NULL optimizer");
+    PROP_PTR_SAYS(ct_cosine_annealing_lr, (NULL, 10, 0), "lr_scheduler: NULL optimizer");
     ERR_PTR(ct_cosine_annealing_lr, (F.opt, 0, 0), "CosineAnnealingLR");
     ERR_PTR(ct_clip_grad_norm_params, (NULL, 1, 1.0, 2.0), "clip_grad_norm_: NULL parameter list");
     ERR_PTR(ct_clip_grad_norm_params, (&F.t, -1, 1.0, 2.0), "clip_grad_norm_: negative parameter count -1");
-    ERR_PTR(ct_onecycle_lr, (NULL, 0.1, 10), "lr_scheduler: NULL optimizer");
+    PROP_PTR_SAYS(ct_onecycle_lr, (NULL, 0.1, 10), "lr_scheduler: NULL optimizer");
     ERR_PTR(ct_onecycle_lr, (F.opt, 0.1, 0), "OneCycleLR");
     ERR_PTR(ct_onecycle_lr, (F.opt, -0.1, 10), "OneCycleLR");
-    ERR_PTR(ct_linear_lr, (NULL, 0.1, 1, 10), "lr_scheduler: NULL optimizer");
+    PROP_PTR_SAYS(ct_linear_lr, (NULL, 0.1, 1, 10), "lr_scheduler: NULL optimizer");
     ERR_PTR(ct_linear_lr, (F.opt, 0, 1, 10), "LinearLR");
     ERR_PTR(ct_linear_lr, (F.opt, 0.1, 1, -1), "LinearLR");
-    ERR_STATUS(ct_scheduler_step, (NULL), "scheduler.step: NULL scheduler");
+    PROP_STATUS(ct_scheduler_step, (NULL), "scheduler.step: NULL scheduler");
     PROP_VAL(ct_scheduler_last_lr, (NULL), isnan(r_));
     QUIET_VOID(ct_scheduler_free, (NULL));
 }

@@ -153,13 +153,54 @@ static void rows_linalg_join(void) {
     ERR_PTR(ct_gather, (F.t, 0, F.t), "gather");
     bool same = false;
     PROP_STATUS(ct_allclose, (NT, F.t, 1e-5, 1e-8, false, &same), "allclose: a tensor argument is NULL");
+    PROP_STATUS(ct_allclose, (F.t, NT, 1e-5, 1e-8, false, NULL), "allclose: a tensor argument is NULL");
     ERR_STATUS(ct_allclose, (F.t, F.t, 1e-5, 1e-8, false, NULL), "allclose: the result pointer is NULL");
     ERR_STATUS(ct_allclose, (F.t, F.img, 1e-5, 1e-8, false, &same), "allclose");
     PROP_VAL(ct_equal, (NT, F.t), !r_);
+}
+
+/* In-place ops and out= forms: a NULL operand keeps the earlier error; bad
+ * shapes, dtypes and aliasing are refused by name (test_inplace.c checks
+ * values and autograd). */
+static void rows_inplace(void) {
+    PROP_STATUS(ct_add_, (F.t, NT), "add_: a tensor argument is NULL");
+    ERR_STATUS(ct_add_, (F.one, F.t), "add_: output with shape [1] doesn't match the broadcast shape [2, 3]");
+    PROP_STATUS(ct_sub_, (NT, F.t), "sub_:");
+    ERR_STATUS(ct_sub_, (F.expanded, F.one), "sub_: unsupported operation: more than one element");
+    PROP_STATUS(ct_mul_, (F.t, NT), "mul_:");
+    ERR_STATUS(ct_mul_, (F.row1, F.row0), "mul_: unsupported operation: some elements of the input tensor");
+    PROP_STATUS(ct_div_, (NT, F.t), "div_:");
+    ERR_STATUS(ct_div_, (F.idx, F.idx), "div_: result type Float can't be cast to the desired output type Long");
+    PROP_STATUS(ct_add_scaled_, (F.t, NT, 2.0), "add_:");
+    ERR_STATUS(ct_add_scaled_, (F.idx, F.idx, 0.5), "alpha must not be a floating point number");
+    PROP_STATUS(ct_add_scalar_, (NT, 1.0), "add_:");
+    ERR_STATUS(ct_add_scalar_, (F.idx, 0.5), "result type Float can't be cast to the desired output type Long");
+    PROP_STATUS(ct_sub_scalar_, (NT, 1.0), "sub_:");
+    ERR_STATUS(ct_sub_scalar_, (F.mask, 1.0), "sub");
+    PROP_STATUS(ct_mul_scalar_, (NT, 1.0), "mul_:");
+    ERR_STATUS(ct_mul_scalar_, (F.expanded, 2.0), "mul_: unsupported operation");
+    PROP_STATUS(ct_div_scalar_, (NT, 1.0), "div_:");
+    ERR_STATUS(ct_div_scalar_, (F.idx, 2.0), "div_: result type Float can't be cast");
+    PROP_STATUS(ct_relu_, (NT), "relu_:");
+    ERR_STATUS(ct_relu_, (F.mask), "relu: Boolean inputs not supported for relu");
+    PROP_STATUS(ct_clamp_, (NT, 0.0, 1.0), "clamp_:");
+    ERR_STATUS(ct_clamp_, (F.t, NAN, NAN), "clamp: At least one of 'min' or 'max' must not be None");
+    PROP_STATUS(ct_add_out, (F.t, NT, F.t), "add:");
+    ERR_STATUS(ct_add_out, (F.one, F.t, F.t), "add: output with shape [1] doesn't match the broadcast shape [2, 3]");
+    PROP_STATUS(ct_sub_out, (NT, F.t, F.t), "sub:");
+    ERR_STATUS(ct_sub_out, (F.idx, F.t, F.t), "sub: output with shape [2] doesn't match");
+    PROP_STATUS(ct_mul_out, (F.t, F.t, NT), "mul:");
+    ERR_STATUS(ct_mul_out, (F.row1, F.row0, F.row0), "mul: unsupported operation: some elements");
+    PROP_STATUS(ct_div_out, (F.t, NT, F.t), "div:");
+    ERR_STATUS(ct_div_out, (F.bad_label, F.bad_label, F.bad_label),
+               "div: result type Float can't be cast to the desired output type Long");
+    PROP_STATUS(ct_clamp_out, (NT, F.t, 0.0, 1.0), "clamp:");
+    ERR_STATUS(ct_clamp_out, (F.expanded, F.one, 0.0, 1.0), "clamp: unsupported operation: more than one element");
 }
 
 static void rows_ops(void) {
     rows_elementwise();
     rows_reductions();
     rows_linalg_join();
+    rows_inplace();
 }

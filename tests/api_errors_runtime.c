@@ -4,7 +4,7 @@
  * (included into test_api_errors.c).
  */
 
-static const int64_t k2[2] = {2, 2}, k1[2] = {1, 1}, k0[2] = {0, 0}, kneg[2] = {-1, 1};
+static const int64_t k2[2] = {2, 2}, k0[2] = {0, 0}, kneg[2] = {-1, 1};
 static const int64_t kbig[2] = {INT64_MAX, 1}; /* PyTorch narrows window parameters to int */
 
 static void rows_streams(void) {
@@ -13,33 +13,34 @@ static void rows_streams(void) {
     QUIET_VOID(ct_stream_destroy, (NULL));
     ERR_PTR(ct_default_stream, (BAD_DEV), "Device index");
     ERR_PTR(ct_current_stream, (BAD_TYPE_DEV), "invalid device type");
-    ERR_STATUS(ct_set_stream, (NULL), "set_stream: NULL stream");
-    ERR_VAL(ct_stream_device, (NULL), r_.type == CT_DEVICE_CPU, "stream_device: NULL stream");
-    ERR_VAL(ct_stream_priority, (NULL), r_ == 0, "stream_priority: NULL stream");
+    PROP_STATUS(ct_set_stream, (NULL), "set_stream: NULL stream");
+    PROP_VAL_SAYS(ct_stream_device, (NULL), r_.type == CT_DEVICE_CPU, "stream_device: NULL stream");
+    PROP_VAL_SAYS(ct_stream_priority, (NULL), r_ == 0, "stream_priority: NULL stream");
     QUIET_VOID(ct_stream_priority_range, (CT_DEVICE_CPU, NULL, NULL));
     QUIET_VOID(ct_stream_priority_range, ((ct_device_type)7, &(int){0}, &(int){0}));
-    ERR_STATUS(ct_stream_synchronize, (NULL), "stream_synchronize: NULL stream");
-    ERR_VAL(ct_stream_query, (NULL), r_, "stream_query: NULL stream");
-    ERR_STATUS(ct_stream_wait_event, (NULL, F.ev), "stream_wait_event: NULL stream");
-    ERR_STATUS(ct_stream_wait_event, (F.stream, NULL), "event_wait: NULL event");
-    ERR_STATUS(ct_stream_wait_stream, (F.stream, NULL), "wait_stream: NULL stream");
-    ERR_STATUS(ct_stream_wait_stream, (NULL, F.stream), "wait_stream: NULL stream");
+    PROP_STATUS(ct_stream_synchronize, (NULL), "stream_synchronize: NULL stream");
+    PROP_VAL_SAYS(ct_stream_query, (NULL), r_, "stream_query: NULL stream");
+    PROP_STATUS(ct_stream_wait_event, (NULL, F.ev), "stream_wait_event: NULL stream");
+    PROP_STATUS(ct_stream_wait_event, (F.stream, NULL), "event_wait: NULL event");
+    PROP_STATUS(ct_stream_wait_stream, (F.stream, NULL), "wait_stream: NULL stream");
+    PROP_STATUS(ct_stream_wait_stream, (NULL, F.stream), "wait_stream: NULL stream");
     /* torch.cuda.stream(None): a block that changes nothing */
     QUIET_VAL(ct_stream_guard_begin, (NULL), r_.active == 1 && r_.prev == NULL);
     QUIET_VOID(ct_stream_guard_end, (NULL));
     QUIET_VOID(ct_stream_guard_end, (&(ct_stream_guard){NULL, 0}));
     QUIET_VAL(ct_event_create_opts, ((ct_event_opts){0}), (ct_event_destroy(r_), true));
     QUIET_VOID(ct_event_destroy, (NULL));
-    ERR_STATUS(ct_event_record, (NULL, F.stream), "event_record: NULL event");
-    ERR_VAL(ct_event_query, (NULL), r_, "event_query: NULL event");
-    ERR_STATUS(ct_event_synchronize, (NULL), "event_synchronize: NULL event");
-    ERR_STATUS(ct_event_wait, (NULL, F.stream), "event_wait: NULL event");
-    ERR_STATUS(ct_event_elapsed_time, (NULL, F.ev, &ms), "elapsed_time: NULL argument");
+    PROP_STATUS(ct_event_record, (NULL, F.stream), "event_record: NULL event");
+    PROP_VAL_SAYS(ct_event_query, (NULL), r_, "event_query: NULL event");
+    PROP_STATUS(ct_event_synchronize, (NULL), "event_synchronize: NULL event");
+    PROP_STATUS(ct_event_wait, (NULL, F.stream), "event_wait: NULL event");
+    PROP_STATUS(ct_event_elapsed_time, (NULL, F.ev, &ms), "elapsed_time: NULL argument");
+    PROP_STATUS(ct_event_elapsed_time, (F.ev, NULL, NULL), "elapsed_time: NULL argument"); /* the object first */
     ERR_STATUS(ct_event_elapsed_time, (F.ev, F.ev, NULL), "elapsed_time: NULL argument");
     ERR_STATUS(ct_event_elapsed_time, (F.ev, F.ev, &ms),
                "Both events must be created with argument 'enable_timing=True'.");
-    ERR_STATUS(ct_record_stream, (NT, F.stream), "record_stream: NULL argument");
-    ERR_STATUS(ct_record_stream, (F.t, NULL), "record_stream: NULL argument");
+    PROP_STATUS(ct_record_stream, (NT, F.stream), "record_stream: NULL argument");
+    PROP_STATUS(ct_record_stream, (F.t, NULL), "record_stream: NULL argument");
 }
 
 static void count_stat(const char *key, int64_t value, void *user) { (void)key, (void)value, (void)user; }
@@ -91,17 +92,17 @@ static ct_tensor *square_fn(ct_tensor *const *in, int n, void *user) {
 
 static void rows_autograd_backends(void) {
     bool ok = false;
-    ERR_STATUS(ct_set_requires_grad, (NT, true), "requires_grad_: NULL tensor");
+    PROP_STATUS(ct_set_requires_grad, (NT, true), "requires_grad_: NULL tensor");
     ERR_STATUS(ct_set_requires_grad, (F.idx, true), "only Tensors of floating point dtype can require gradients");
     PROP_VAL(ct_requires_grad, (NT), !r_);
     PROP_VAL(ct_is_leaf, (NT), !r_);
     PROP_VAL(ct_grad_fn_name, (NT), r_ == NULL);
     PROP_PTR(ct_grad, (NT));
-    ERR_STATUS(ct_set_grad, (NT, F.t), "set_grad: NULL tensor");
+    PROP_STATUS(ct_set_grad, (NT, F.t), "set_grad: NULL tensor");
     ERR_STATUS(ct_set_grad, (F.t, F.img), "grad");
-    ERR_STATUS(ct_backward, (NT), "backward: NULL tensor");
+    PROP_STATUS(ct_backward, (NT), "backward: NULL tensor");
     ERR_STATUS(ct_backward, (F.t), "element 0 of tensors does not require grad");
-    ERR_STATUS(ct_backward_ex, (NT, NT, false), "backward: NULL tensor");
+    PROP_STATUS(ct_backward_ex, (NT, NT, false), "backward: NULL tensor");
     ERR_STATUS(ct_backward_ex, (F.t, F.img, false), "does not require grad");
     ERR_STATUS(ct_gradcheck_opts_run, (NULL, &F.t, 1, NULL, (ct_gradcheck_opts){0}, &ok), "gradcheck: NULL");
     ERR_STATUS(ct_gradcheck_opts_run, (square_fn, NULL, 1, NULL, (ct_gradcheck_opts){0}, &ok), "gradcheck: NULL");
@@ -113,61 +114,86 @@ static void rows_autograd_backends(void) {
 
 static void rows_functional(void) {
     ct_tensor *o = NULL, *ix = NULL;
-    PROP_PTR(ct_conv2d, (NT, F.img, NT, k1, k0, k1, 1));
-    /* NULL stride, padding, dilation: PyTorch's defaults */
-    QUIET_VAL(ct_conv2d, (F.img, F.img, NT, NULL, NULL, NULL, 1), r_ && (ct_release(r_), true));
-    ERR_PTR(ct_conv2d, (F.img, F.img, NT, k0, k0, k1, 1), "conv2d");
-    ERR_PTR(ct_conv2d, (F.img, F.img, NT, k1, kneg, k1, 1), "conv2d");
-    ERR_PTR(ct_conv2d, (F.img, F.img, NT, k1, k0, k1, 0), "conv2d");
-    ERR_PTR(ct_conv2d, (F.img, F.img, NT, kbig, k0, k1, 1), "conv2d: stride value 9223372036854775807 cannot be converted");
-    ERR_PTR(ct_conv2d, (F.img, F.img, NT, k1, kbig, k1, 1), "conv2d: padding value");
-    ERR_PTR(ct_conv2d, (F.img, F.img, NT, k1, k0, kbig, 1), "conv2d: dilation value");
-    ERR_PTR(ct_conv2d, (F.t, F.img, NT, k1, k0, k1, 1), "conv2d");
-    PROP_PTR(ct_conv2d_relu, (NT, F.img, NT, k1, k0, k1, 1));
-    PROP_PTR(ct_conv2d_relu, (F.img, NT, NT, k1, k0, k1, 1));
-    ERR_PTR(ct_conv2d_relu, (F.img, F.img, NT, k0, k0, k1, 1), "conv2d_relu");
-    ERR_PTR(ct_conv2d_relu, (F.t, F.img, NT, k1, k0, k1, 1), "conv2d_relu");
-    PROP_PTR(ct_max_pool2d, (NT, k2, k2, k0, k1, false));
-    ERR_PTR(ct_max_pool2d, (F.img, NULL, k2, k0, k1, false), "max_pool2d: kernel_size must be given");
-    ERR_PTR(ct_max_pool2d, (F.img, k0, k2, k0, k1, false), "max_pool2d");
-    ERR_PTR(ct_max_pool2d, (F.img, k2, k2, ((int64_t[]){5, 5}), k1, false), "max_pool2d");
-    ERR_PTR(ct_max_pool2d, (F.img, kbig, NULL, NULL, NULL, true), "max_pool2d: kernel_size value 9223372036854775807");
-    ERR_PTR(ct_max_pool2d, (F.img, k2, kbig, NULL, NULL, true), "max_pool2d: stride value");
-    PROP_STATUS(ct_max_pool2d_with_indices, (NT, k2, k2, k0, k1, false, &o, &ix), "max_pool2d:");
-    QUIET_VAL(ct_max_pool2d_with_indices, (F.img, k2, NULL, k0, k1, false, NULL, &ix),
-              r_ == CT_OK && (ct_release(ix), true));
-    ERR_STATUS(ct_max_pool2d_with_indices, (F.img, NULL, k2, k0, k1, false, &o, &ix),
-               "max_pool2d: kernel_size must be given");
-    PROP_PTR(ct_avg_pool2d, (NT, k2, k2, k0, false, true, 0));
-    ERR_PTR(ct_avg_pool2d, (F.img, NULL, k2, NULL, false, true, 0), "avg_pool2d: kernel_size must be given");
-    ERR_PTR(ct_avg_pool2d, (F.img, kneg, k2, k0, false, true, 0), "avg_pool2d");
-    ERR_PTR(ct_avg_pool2d, (F.img, kbig, k1, NULL, true, true, 0), "avg_pool2d: kernel_size value");
+    const ct_conv_opts none = CT_CONV_OPTS(), c_s1 = CT_CONV_OPTS(.stride = {1, 1});
+    PROP_PTR(ct_conv2d_with_opts, (NT, F.img, NT, c_s1));
+    /* options left out: PyTorch's defaults */
+    QUIET_VAL(ct_conv2d_with_opts, (F.img, F.img, NT, none), r_ && (ct_release(r_), true));
+    ERR_PTR(ct_conv2d_with_opts, (F.img, F.img, NT, CT_CONV_OPTS(.stride = {0, 1})), "conv2d: non-positive stride");
+    ERR_PTR(ct_conv2d_with_opts, (F.img, F.img, NT, CT_CONV_OPTS(.padding = {-1, 1})), "conv2d: negative padding");
+    ERR_PTR(ct_conv2d_with_opts, (F.img, F.img, NT, CT_CONV_OPTS(.groups = -1)), "conv2d: non-positive groups");
+    ERR_PTR(ct_conv2d_with_opts, (F.img, F.img, NT, CT_CONV_OPTS(.stride = {INT64_MAX, 1})),
+            "conv2d: stride value 9223372036854775807 cannot be converted");
+    ERR_PTR(ct_conv2d_with_opts, (F.img, F.img, NT, CT_CONV_OPTS(.padding = {INT64_MAX, 1})), "conv2d: padding value");
+    ERR_PTR(ct_conv2d_with_opts, (F.img, F.img, NT, CT_CONV_OPTS(.dilation = {INT64_MAX, 1})), "conv2d: dilation value");
+    ERR_PTR(ct_conv2d_with_opts, (F.t, F.img, NT, none), "conv2d");
+    PROP_PTR(ct_conv2d_relu_with_opts, (NT, F.img, NT, none));
+    PROP_PTR(ct_conv2d_relu_with_opts, (F.img, NT, NT, none));
+    ERR_PTR(ct_conv2d_relu_with_opts, (F.img, F.img, NT, CT_CONV_OPTS(.stride = {0, 1})), "conv2d_relu");
+    ERR_PTR(ct_conv2d_relu_with_opts, (F.t, F.img, NT, none), "conv2d_relu");
+    const ct_pool_opts pool = CT_POOL_OPTS();
+    PROP_PTR(ct_max_pool2d_opts, (NT, k2, pool));
+    ERR_PTR(ct_max_pool2d_opts, (F.img, NULL, pool), "max_pool2d: kernel_size must be given");
+    ERR_PTR(ct_max_pool2d_opts, (F.img, k0, pool), "max_pool2d");
+    ERR_PTR(ct_max_pool2d_opts, (F.img, k2, CT_POOL_OPTS(.padding = {5, 5})), "max_pool2d");
+    ERR_PTR(ct_max_pool2d_opts, (F.img, kbig, CT_POOL_OPTS(.ceil_mode = true)),
+            "max_pool2d: kernel_size value 9223372036854775807");
+    ERR_PTR(ct_max_pool2d_opts, (F.img, k2, CT_POOL_OPTS(.stride = {INT64_MAX, 1})), "max_pool2d: stride value");
+    ERR_PTR(ct_max_pool2d_opts, (F.img, k2, CT_POOL_OPTS(.no_count_include_pad = true)),
+            "max_pool2d() got an unexpected keyword argument 'count_include_pad'");
+    ERR_PTR(ct_max_pool2d_opts, (F.img, k2, CT_POOL_OPTS(.divisor_override = 2)),
+            "max_pool2d() got an unexpected keyword argument 'divisor_override'");
+    PROP_STATUS(ct_max_pool2d_with_indices_opts, (NT, k2, &o, &ix, pool), "max_pool2d:");
+    QUIET_VAL(ct_max_pool2d_with_indices_opts, (F.img, k2, NULL, &ix, pool), r_ == CT_OK && (ct_release(ix), true));
+    ERR_STATUS(ct_max_pool2d_with_indices_opts, (F.img, NULL, &o, &ix, pool), "max_pool2d: kernel_size must be given");
+    ERR_STATUS(ct_max_pool2d_with_indices_opts, (F.img, k2, &o, &ix, CT_POOL_OPTS(.divisor_override = 2)),
+               "max_pool2d() got an unexpected keyword argument 'divisor_override'");
+    PROP_PTR(ct_avg_pool2d_opts, (NT, k2, pool));
+    ERR_PTR(ct_avg_pool2d_opts, (F.img, NULL, pool), "avg_pool2d: kernel_size must be given");
+    ERR_PTR(ct_avg_pool2d_opts, (F.img, kneg, pool), "avg_pool2d");
+    ERR_PTR(ct_avg_pool2d_opts, (F.img, kbig, CT_POOL_OPTS(.stride = {1, 1}, .ceil_mode = true)),
+            "avg_pool2d: kernel_size value");
+    ERR_PTR(ct_avg_pool2d_opts, (F.img, k2, CT_POOL_OPTS(.dilation = {2, 2})),
+            "avg_pool2d() got an unexpected keyword argument 'dilation'");
     PROP_PTR(ct_adaptive_avg_pool2d, (NT, k2));
     ERR_PTR(ct_adaptive_avg_pool2d, (F.img, NULL), "adaptive_avg_pool2d: output_size must be given");
     QUIET_VAL(ct_adaptive_avg_pool2d, (F.img, kneg), r_ && (ct_release(r_), true)); /* negative: keep the size */
-    PROP_PTR(ct_batch_norm, (NT, NT, NT, NT, NT, true, 0.1, 1e-5));
-    ERR_PTR(ct_batch_norm, (F.t, F.t, F.t, NT, NT, false, 0.1, 1e-5), "batch_norm");
-    PROP_PTR(ct_layer_norm, (NT, CT_SHAPE(3), NT, NT, 1e-5));
-    ERR_PTR(ct_layer_norm, (F.t, CT_SHAPE(4), NT, NT, 1e-5), "layer_norm");
-    ERR_PTR(ct_layer_norm, (F.t, ((ct_shape){.ndim = 9}), NT, NT, 1e-5),
+    const ct_norm_opts norm = CT_NORM_OPTS();
+    PROP_PTR(ct_batch_norm_opts, (NT, NT, NT, NT, NT, CT_NORM_OPTS(.training = true)));
+    ERR_PTR(ct_batch_norm_opts, (F.t, F.t, F.t, NT, NT, norm), "batch_norm");
+    PROP_PTR(ct_layer_norm_opts, (NT, CT_SHAPE(3), NT, NT, norm));
+    ERR_PTR(ct_layer_norm_opts, (F.t, CT_SHAPE(4), NT, NT, norm), "layer_norm");
+    ERR_PTR(ct_layer_norm_opts, (F.t, ((ct_shape){.ndim = 9}), NT, NT, norm),
             "layer_norm: normalized_shape has 9 dimensions");
+    ERR_PTR(ct_layer_norm_opts, (F.t, CT_SHAPE(3), NT, NT, CT_NORM_OPTS(.training = true)),
+            "layer_norm() got an unexpected keyword argument 'training'");
+    ERR_PTR(ct_layer_norm_opts, (F.t, CT_SHAPE(3), NT, NT, CT_NORM_OPTS(.momentum = 0.5)),
+            "layer_norm() got an unexpected keyword argument 'momentum'");
     PROP_PTR(ct_dropout, (NT, 0.5, true));
     ERR_PTR(ct_dropout, (F.t, 1.5, true), "dropout probability has to be between 0 and 1");
     ERR_PTR(ct_dropout, (F.t, NAN, true), "dropout probability");
     PROP_PTR(ct_embedding, (F.idx, NT, -1));
     ERR_PTR(ct_embedding, (F.bad_idx, F.t, -1), "embedding");
     ERR_PTR(ct_embedding, (F.t, F.t, -1), "embedding");
-    PROP_PTR(ct_mse_loss, (NT, F.t, CT_REDUCTION_MEAN));
-    ERR_PTR(ct_mse_loss, (F.t, F.img, CT_REDUCTION_MEAN), "mse_loss");
-    ERR_PTR(ct_mse_loss, (F.t, F.t, (ct_reduction)9), "reduction");
-    PROP_PTR(ct_cross_entropy, (F.t, NT, NT, -100, CT_REDUCTION_MEAN, 0));
-    ERR_PTR(ct_cross_entropy, (F.t, F.bad_label, NT, -100, CT_REDUCTION_MEAN, 0), "cross_entropy");
-    ERR_PTR(ct_cross_entropy, (F.t, F.idx, NT, -100, CT_REDUCTION_MEAN, 2.0), "label_smoothing");
-    ERR_PTR(ct_cross_entropy, (F.t, F.idx, NT, -100, (ct_reduction)9, 0), "reduction");
-    PROP_PTR(ct_nll_loss, (NT, F.idx, NT, -100, CT_REDUCTION_MEAN));
-    ERR_PTR(ct_nll_loss, (F.t, F.bad_label, NT, -100, CT_REDUCTION_MEAN), "nll_loss");
-    PROP_PTR(ct_binary_cross_entropy_with_logits, (F.t, NT, NT, NT, CT_REDUCTION_MEAN));
-    ERR_PTR(ct_binary_cross_entropy_with_logits, (F.t, F.img, NT, NT, CT_REDUCTION_MEAN), "binary_cross_entropy");
+    const ct_loss_opts mean = CT_LOSS_OPTS();
+    PROP_PTR(ct_mse_loss_opts, (NT, F.t, mean));
+    ERR_PTR(ct_mse_loss_opts, (F.t, F.img, mean), "mse_loss");
+    ERR_PTR(ct_mse_loss_opts, (F.t, F.t, CT_LOSS_OPTS(.reduction = (ct_reduction)9)), "reduction");
+    ERR_PTR(ct_mse_loss_opts, (F.t, F.t, CT_LOSS_OPTS(.weight = F.t)),
+            "mse_loss() got an unexpected keyword argument 'weight'");
+    PROP_PTR(ct_cross_entropy_opts, (F.t, NT, mean));
+    ERR_PTR(ct_cross_entropy_opts, (F.t, F.bad_label, mean), "cross_entropy");
+    ERR_PTR(ct_cross_entropy_opts, (F.t, F.idx, CT_LOSS_OPTS(.label_smoothing = 2.0)), "label_smoothing");
+    ERR_PTR(ct_cross_entropy_opts, (F.t, F.idx, CT_LOSS_OPTS(.reduction = (ct_reduction)9)), "reduction");
+    ERR_PTR(ct_cross_entropy_opts, (F.t, F.idx, CT_LOSS_OPTS(.pos_weight = F.one)),
+            "cross_entropy() got an unexpected keyword argument 'pos_weight'");
+    PROP_PTR(ct_nll_loss_opts, (NT, F.idx, mean));
+    ERR_PTR(ct_nll_loss_opts, (F.t, F.bad_label, mean), "nll_loss");
+    ERR_PTR(ct_nll_loss_opts, (F.t, F.idx, CT_LOSS_OPTS(.label_smoothing = 0.1)),
+            "nll_loss() got an unexpected keyword argument 'label_smoothing'");
+    PROP_PTR(ct_binary_cross_entropy_with_logits_opts, (F.t, NT, mean));
+    ERR_PTR(ct_binary_cross_entropy_with_logits_opts, (F.t, F.img, mean), "binary_cross_entropy");
+    ERR_PTR(ct_binary_cross_entropy_with_logits_opts, (F.t, F.t, CT_LOSS_OPTS(.ignore_index = 0, .has_ignore_index = true)),
+            "binary_cross_entropy_with_logits() got an unexpected keyword argument 'ignore_index'");
 }
 
 static void rows_runtime(void) {

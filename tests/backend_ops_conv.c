@@ -85,11 +85,12 @@ static void run_conv2d(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
              (long long)g.padding[1], (long long)g.dilation[0], (long long)g.dilation[1],
              (long long)g.groups, g.bias ? ", bias" : "");
     if (c->op == 0 || c->op == 4) {
-        out[0] = c->op == 0 ? ct_conv2d(x, w, b, g.stride, g.padding, g.dilation, g.groups)
-                            : ct_conv2d_relu(x, w, b, g.stride, g.padding, g.dilation, g.groups);
+        const ct_conv_opts o = CT_CONV_OPTS(.stride = {g.stride[0], g.stride[1]},
+                                            .padding = {g.padding[0], g.padding[1]},
+                                            .dilation = {g.dilation[0], g.dilation[1]}, .groups = g.groups);
+        out[0] = c->op == 0 ? ct_conv2d_with_opts(x, w, b, o) : ct_conv2d_relu_with_opts(x, w, b, o);
         if (dev.type == CT_DEVICE_CPU) /* the magnitudes of the terms: |x| * |w| + |b| */
-            out[2] = ct_conv2d(bo_abs64(x), bo_abs64(w), b ? bo_abs64(b) : NULL, g.stride,
-                               g.padding, g.dilation, g.groups);
+            out[2] = ct_conv2d_with_opts(bo_abs64(x), bo_abs64(w), b ? bo_abs64(b) : NULL, o);
         return;
     }
     ct_tensor *gy = bo_input(r, conv_out_shape(&g), dt, c->range, BO_CONTIGUOUS, dev);

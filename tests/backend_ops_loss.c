@@ -99,11 +99,13 @@ static void run_class_loss(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_d
              s.weighted ? "weight" : "no weight", (long long)s.ignore_index, s.smoothing,
              (int)s.reduction);
     if (c->op == 0 || c->op == 2) {
-        out[0] = ct_cross_entropy(x, t, w, s.ignore_index, s.reduction, s.smoothing);
+        out[0] = ct_cross_entropy(x, t, .weight = w, .ignore_index = s.ignore_index, .has_ignore_index = true,
+                                  .reduction = s.reduction, .label_smoothing = s.smoothing);
         return;
     }
     if (c->op == 5) {
-        out[0] = ct_nll_loss(x, t, w, s.ignore_index, s.reduction);
+        out[0] = ct_nll_loss(x, t, .weight = w, .ignore_index = s.ignore_index, .has_ignore_index = true,
+                             .reduction = s.reduction);
         return;
     }
     ct_tensor *g = class_grad_output(&s, dt, r, dev), *gi = NULL, *gt = NULL;
@@ -154,7 +156,8 @@ static void run_pointwise_loss(const bo_case *c, ct_dtype dt, int v, bo_rng *r, 
     }
     snprintf(desc + strlen(desc), dn - strlen(desc), ", reduction %d", (int)red);
     if (c->op == 0 || c->op == 3) {
-        out[0] = bce ? ct_binary_cross_entropy_with_logits(x, t, w, pw, red) : ct_mse_loss(x, t, red);
+        out[0] = bce ? ct_binary_cross_entropy_with_logits(x, t, .weight = w, .pos_weight = pw, .reduction = red)
+                     : ct_mse_loss(x, t, .reduction = red);
         return;
     }
     ct_shape os = red == CT_REDUCTION_NONE ? (bce ? s : loss_broadcast(s, ts)) : CT_SHAPE0;

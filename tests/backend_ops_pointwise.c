@@ -117,6 +117,40 @@ static void run_where(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device
     out[0] = ct_where(cond, a, b);
 }
 
+/* In-place ops and out= forms write into a view of a larger base, and the
+ * whole base is compared: a write outside the view, or one missing inside
+ * it, shows. op: 0 add_, 1 sub_, 2 mul_, 3 div_, 4 add_(alpha 2.5),
+ * 5 add_scalar_(2), 6 mul_scalar_(3), 7 relu_, 8 clamp_(-1, 1), 9 add_out,
+ * 10 mul_out. The other operand broadcasts to the view's shape. */
+static void run_inplace(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
+                        ct_tensor **out, char *desc, size_t dn) {
+    ct_shape s;
+    bo_layout l;
+    variant_shape(v, r, &s, &l);
+    ct_tensor *base, *self = view_target(r, s, &l, dt, vrange(c->range, v), dev, &base);
+    ct_shape sb = broadcast_partner(s, v % 4, r);
+    bo_layout lb = (bo_layout)bo_int(r, 0, BO_LAYOUTS_);
+    ct_tensor *other = bo_input(r, sb, dt, vrange(c->range, v), lb, dev);
+    ct_tensor *a = c->op >= 9 ? bo_input(r, s, dt, vrange(c->range, v), BO_CONTIGUOUS, dev) : NULL;
+    describe(desc, dn, "self", s, l);
+    describe(desc, dn, "other", sb, lb);
+    ct_status st;
+    switch (c->op) {
+    case 0: st = ct_add_(self, other); break;
+    case 1: st = ct_sub_(self, other); break;
+    case 2: st = ct_mul_(self, other); break;
+    case 3: st = ct_div_(self, other); break;
+    case 4: st = ct_add_scaled_(self, other, 2.5); break;
+    case 5: st = ct_add_scalar_(self, 2); break;
+    case 6: st = ct_mul_scalar_(self, 3); break;
+    case 7: st = ct_relu_(self); break;
+    case 8: st = ct_clamp_(self, -1, 1); break;
+    case 9: st = ct_add_out(self, a, other); break;
+    default: st = ct_mul_out(self, a, other); break;
+    }
+    if (st == CT_OK) out[0] = base;
+}
+
 /* ---- reductions, softmax ----------------------------------------------------------------- */
 
 /* Integer floor_divide/remainder by zero is an error (PyTorch's
@@ -149,6 +183,10 @@ static bool negative_integer_power(const bo_case *c, ct_dtype dt, int v) {
 #define SCALAR(n_, k_, dts_) \
     {.name = n_, .family = "scalar", .run = run_scalar, .op = k_, .range = BO_DEFAULT, \
      .tol = BO_TOL_EW, .dtypes = dts_}
+
+#define INPLACE(n_, k_, dts_) \
+    {.name = n_, .family = "inplace", .run = run_inplace, .op = k_, .range = BO_DEFAULT, \
+     .tol = BO_TOL_EW, .dtypes = dts_, .flags = BO_ANY_ZERO_SIGN}
 
 /* Bool has no arithmetic negation, subtraction, power or rounding
  * (PyTorch rejects them); leaky_relu and add with a fractional alpha need
@@ -228,4 +266,15 @@ static bool negative_integer_power(const bo_case *c, ct_dtype dt, int v) {
     SCALAR("lt_scalar", 7, BO_DT_ALL),                                                             \
     SCALAR("ge_scalar", 8, BO_DT_ALL),                                                             \
     {.name = "where", .family = "where", .run = run_where, .range = BO_DEFAULT,                    \
-     .tol = BO_TOL_EXACT, .dtypes = BO_DT_ALL},
+     .tol = BO_TOL_EXACT, .dtypes = BO_DT_ALL},                                                    \
+    INPLACE("add_", 0, BO_DT_ALL),                                                                 \
+    INPLACE("sub_", 1, BO_DT_NOBOOL),                                                              \
+    INPLACE("mul_", 2, BO_DT_ALL),                                                                 \
+    INPLACE("div_", 3, BO_DT_FLOAT),                                                               \
+    INPLACE("add_scaled_", 4, BO_DT_FLOAT),                                                        \
+    INPLACE("add_scalar_", 5, BO_DT_NOBOOL),                                                       \
+    INPLACE("mul_scalar_", 6, BO_DT_NOBOOL),                                                       \
+    INPLACE("relu_", 7, BO_DT_NOBOOL),                                                             \
+    INPLACE("clamp_", 8, BO_DT_NOBOOL),                                                            \
+    INPLACE("add_out", 9, BO_DT_ALL),                                                              \
+    INPLACE("mul_out", 10, BO_DT_ALL),

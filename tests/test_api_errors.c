@@ -203,9 +203,9 @@ static ct_dataset *failing_dataset(void) {
 static void make_tensors(void) {
     F.t = ct_ones(CT_SHAPE(2, 3));
     F.img = ct_ones(CT_SHAPE(1, 1, 4, 4));
-    F.idx = ct_tensor_from(((int64_t[]){0, 1}), CT_INT64, CT_SHAPE(2));
-    F.bad_idx = ct_tensor_from(((int64_t[]){7}), CT_INT64, CT_SHAPE(1));
-    F.bad_label = ct_tensor_from(((int64_t[]){0, 7}), CT_INT64, CT_SHAPE(2));
+    F.idx = ct_tensor_from((int64_t[]){0, 1}, CT_INT64, CT_SHAPE(2));
+    F.bad_idx = ct_tensor_from((int64_t[]){7}, CT_INT64, CT_SHAPE(1));
+    F.bad_label = ct_tensor_from((int64_t[]){0, 7}, CT_INT64, CT_SHAPE(2));
     F.u8img = ct_zeros(CT_SHAPE(4, 4), .dtype = CT_UINT8);
     F.mask = ct_ones(CT_SHAPE(2, 3), .dtype = CT_BOOL);
     F.empty = ct_empty(CT_SHAPE(0));

@@ -36,7 +36,7 @@ static void test_leaf_rules(void) {
 
 static void test_backward_accumulates(void) {
     CT_SCOPE {
-        ct_tensor *x = ct_tensor_from(((double[]){1, 2, 3}), CT_FLOAT64, CT_SHAPE(3), .dtype = CT_FLOAT32);
+        ct_tensor *x = ct_tensor_from((double[]){1, 2, 3}, CT_FLOAT64, CT_SHAPE(3), .dtype = CT_FLOAT32);
         ct_set_requires_grad(x, true);
         ct_tensor *loss = ct_sum_all(ct_mul(x, x)); /* d/dx = 2x */
         CT_EXPECT_INT_EQ(ct_backward_ex(loss, NULL, true), CT_OK);
@@ -66,7 +66,7 @@ static void test_backward_errors_and_gradient_arg(void) {
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "grad can be implicitly created only for scalar outputs");
         CT_EXPECT(ct_backward_ex(y, ct_ones(CT_SHAPE(3)), false) != CT_OK);
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "Mismatch in shape");
-        ct_tensor *v = ct_tensor_from(((double[]){1, 2, 3, 4}), CT_FLOAT64, CT_SHAPE(2, 2), .dtype = CT_FLOAT32);
+        ct_tensor *v = ct_tensor_from((double[]){1, 2, 3, 4}, CT_FLOAT64, CT_SHAPE(2, 2), .dtype = CT_FLOAT32);
         CT_EXPECT_INT_EQ(ct_backward_ex(y, v, false), CT_OK); /* vector-Jacobian product */
         CT_EXPECT_CLOSE(ct_grad(x), ((double[]){3, 6, 9, 12}), 4, 1e-6, 0);
         ct_tensor *leaf = ct_ones(CT_SHAPE(1));

@@ -15,19 +15,20 @@ static ct_tensor *leaf64(ct_shape s, double lo, double hi) {
 
 #define FN(name, call) \
     static ct_tensor *name(ct_tensor *const *in, int n, void *u) { (void)n; (void)u; return call; }
-FN(f_conv, ct_conv2d(in[0], in[1], in[2], CT_PAIR(2, 1), CT_PAIR(1, 0), CT_PAIR(1, 2), 1))
-FN(f_conv_groups, ct_conv2d(in[0], in[1], NULL, NULL, CT_PAIR(1, 1), NULL, 2))
-FN(f_maxpool, ct_max_pool2d(in[0], CT_PAIR(2, 2), NULL, NULL, NULL, false))
-FN(f_avgpool, ct_avg_pool2d(in[0], CT_PAIR(3, 3), CT_PAIR(2, 2), CT_PAIR(1, 1), true, false, 0))
+FN(f_conv, ct_conv2d(in[0], in[1], in[2], .stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}))
+FN(f_conv_groups, ct_conv2d(in[0], in[1], NULL, .padding = {1, 1}, .groups = 2))
+FN(f_maxpool, ct_max_pool2d(in[0], CT_PAIR(2, 2)))
+FN(f_avgpool, ct_avg_pool2d(in[0], CT_PAIR(3, 3), .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true,
+                                  .no_count_include_pad = true))
 FN(f_adaptive, ct_adaptive_avg_pool2d(in[0], CT_PAIR(2, 3)))
-FN(f_bn_train, ct_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1, 1e-5))
-FN(f_layernorm, ct_layer_norm(in[0], CT_SHAPE(4), in[1], in[2], 1e-5))
-FN(f_mse, ct_mse_loss(in[0], in[1], CT_REDUCTION_MEAN))
-FN(f_bce, ct_binary_cross_entropy_with_logits(in[0], in[1], NULL, NULL, CT_REDUCTION_SUM))
+FN(f_bn_train, ct_batch_norm(in[0], NULL, NULL, in[1], in[2], .training = true))
+FN(f_layernorm, ct_layer_norm(in[0], CT_SHAPE(4), in[1], in[2]))
+FN(f_mse, ct_mse_loss(in[0], in[1]))
+FN(f_bce, ct_binary_cross_entropy_with_logits(in[0], in[1], .reduction = CT_REDUCTION_SUM))
 
 static ct_tensor *g_target, *g_indices;
-FN(f_ce, ct_cross_entropy(in[0], g_target, NULL, CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_MEAN, 0.1))
-FN(f_nll, ct_nll_loss(ct_log_softmax(in[0], 1), g_target, NULL, 2, CT_REDUCTION_MEAN))
+FN(f_ce, ct_cross_entropy(in[0], g_target, .label_smoothing = 0.1))
+FN(f_nll, ct_nll_loss(ct_log_softmax(in[0], 1), g_target, .ignore_index = 2))
 FN(f_embedding, ct_embedding(g_indices, in[0], CT_NO_PADDING_IDX))
 
 static void check(const char *name, ct_gradcheck_fn fn, ct_tensor **in, int n) {
@@ -57,11 +58,11 @@ static void test_gradcheck_norms(void) {
 static void test_gradcheck_losses_and_embedding(void) {
     check("mse_loss", f_mse, (ct_tensor *[]){leaf64(CT_SHAPE(3, 4), -1, 1), leaf64(CT_SHAPE(3, 4), -1, 1)}, 2);
     check("bce_with_logits", f_bce, (ct_tensor *[]){leaf64(CT_SHAPE(5), -2, 2), leaf64(CT_SHAPE(5), 0, 1)}, 2);
-    g_target = ct_tensor_from(((int64_t[]){0, 2, 1, 2}), CT_INT64, CT_SHAPE(4));
+    g_target = ct_tensor_from((int64_t[]){0, 2, 1, 2}, CT_INT64, CT_SHAPE(4));
     check("cross_entropy", f_ce, (ct_tensor *[]){leaf64(CT_SHAPE(4, 3), -2, 2)}, 1);
     check("nll_loss(log_softmax) with ignore_index", f_nll, (ct_tensor *[]){leaf64(CT_SHAPE(4, 3), -2, 2)}, 1);
     ct_release(g_target);
-    g_indices = ct_tensor_from(((int64_t[]){1, 3, 1, 0, 3, 3}), CT_INT64, CT_SHAPE(2, 3));
+    g_indices = ct_tensor_from((int64_t[]){1, 3, 1, 0, 3, 3}, CT_INT64, CT_SHAPE(2, 3));
     check("embedding", f_embedding, (ct_tensor *[]){leaf64(CT_SHAPE(4, 2), -1, 1)}, 1);
     ct_release(g_indices);
 }
@@ -74,7 +75,7 @@ static void test_cnn_learns(void) {
     ct_tensor *x = ct_randn(CT_SHAPE(16, 1, 28, 28)), *y = ct_randint(0, 10, CT_SHAPE(16));
     double first = 0, last = 0;
     for (int step = 0; step < 15; step++) CT_SCOPE {
-        ct_tensor *loss = ct_cross_entropy(ct_forward(net, x), y, NULL, CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_MEAN, 0);
+        ct_tensor *loss = ct_cross_entropy(ct_forward(net, x), y);
         ct_zero_grad(opt);
         CT_EXPECT_INT_EQ(ct_backward(loss), CT_OK);
         CT_EXPECT_INT_EQ(ct_step(opt), CT_OK);

@@ -139,7 +139,7 @@ static void test_slice_gradient_values(void) {
     CT_SCOPE {
         ct_tensor *x = ct_zeros(CT_SHAPE(2, 6), .dtype = CT_FLOAT64);
         ct_set_requires_grad(x, true);
-        ct_tensor *w = ct_tensor_from(((double[]){1, 2, 3, 4, 5, 6}), CT_FLOAT64, CT_SHAPE(2, 3), .dtype = CT_FLOAT64);
+        ct_tensor *w = ct_tensor_from((double[]){1, 2, 3, 4, 5, 6}, CT_FLOAT64, CT_SHAPE(2, 3), .dtype = CT_FLOAT64);
         ct_tensor *y = ct_slice(x, 1, 1, 6, 2); /* columns 1, 3, 5 */
         CT_EXPECT_INT_EQ(ct_backward(ct_sum_all(ct_mul(y, w))), CT_OK);
         CT_EXPECT_CLOSE(ct_grad(x), ((double[]){0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6}), 12, 0, 0);
@@ -231,7 +231,7 @@ static void test_to_device_gradient(void) {
             CT_EXPECT(g && ct_device_of(g).type == CT_DEVICE_CPU);
             CT_EXPECT_CLOSE(g, ((double[]){3.0, -4.0, 0.5}), 3, 1e-6, 0);
             /* the composed index_select gradient runs on the device too */
-            ct_tensor *idx = ct_tensor_from(((int64_t[]){2, 2, 0}), CT_INT64, CT_SHAPE(3), .dtype = CT_INT64,
+            ct_tensor *idx = ct_tensor_from((int64_t[]){2, 2, 0}, CT_INT64, CT_SHAPE(3), .dtype = CT_INT64,
                                             .device = ct_device_opencl(i));
             ct_tensor *y = ct_index_select(ct_to_device(x, ct_device_opencl(i)), 0, idx);
             CT_EXPECT_INT_EQ(ct_set_grad(x, NULL), CT_OK);
@@ -381,7 +381,7 @@ static void check_index(const char *what, ct_shape s, index_case c) {
 
 static void test_index_gradients(void) {
     CT_SCOPE {
-        ct_tensor *rep = ct_tensor_from(((int64_t[]){2, 0, 2, 3, 2}), CT_INT64, CT_SHAPE(5), .dtype = CT_INT64);
+        ct_tensor *rep = ct_tensor_from((int64_t[]){2, 0, 2, 3, 2}, CT_INT64, CT_SHAPE(5), .dtype = CT_INT64);
         ct_tensor *rep32 = ct_to_dtype(rep, CT_INT32);
         check_index("index_select dim 1", CT_SHAPE(3, 4, 2), (index_case){.dim = 1, .index = rep});
         check_index("index_select dim -1 int32", CT_SHAPE(2, 3, 4), (index_case){.dim = -1, .index = rep32});
@@ -392,7 +392,7 @@ static void test_index_gradients(void) {
         check_index("index_select 0-dim index", CT_SHAPE(4, 2), (index_case){.dim = 0, .index = ct_scalar_tensor(3, .dtype = CT_INT64)});
 
         /* gather: repeated indices, index smaller than the input in the other dim */
-        ct_tensor *gi = ct_tensor_from(((int64_t[]){0, 3, 3, 1, 1, 1, 2, 0, 3}), CT_INT64, CT_SHAPE(3, 3),
+        ct_tensor *gi = ct_tensor_from((int64_t[]){0, 3, 3, 1, 1, 1, 2, 0, 3}, CT_INT64, CT_SHAPE(3, 3),
                                        .dtype = CT_INT64);
         check_index("gather dim 1", CT_SHAPE(4, 4), (index_case){.dim = 1, .index = gi, .gather = true});
         check_index("gather dim -2", CT_SHAPE(5, 3), (index_case){.dim = -2, .index = gi, .gather = true});
@@ -411,7 +411,7 @@ static void test_index_select_counts(void) {
     CT_SCOPE {
         ct_tensor *x = ct_zeros(CT_SHAPE(4, 2), .dtype = CT_FLOAT32);
         ct_set_requires_grad(x, true);
-        ct_tensor *idx = ct_tensor_from(((int64_t[]){3, 1, 3, 3}), CT_INT64, CT_SHAPE(4), .dtype = CT_INT64);
+        ct_tensor *idx = ct_tensor_from((int64_t[]){3, 1, 3, 3}, CT_INT64, CT_SHAPE(4), .dtype = CT_INT64);
         CT_EXPECT_INT_EQ(ct_backward(ct_sum_all(ct_index_select(x, 0, idx))), CT_OK);
         CT_EXPECT_CLOSE(ct_grad(x), ((double[]){0, 0, 1, 1, 0, 0, 3, 3}), 8, 0, 0);
         CT_EXPECT(ct_dtype_of(ct_grad(x)) == CT_FLOAT32);

@@ -182,10 +182,9 @@ static void test_cpu_matmul_unaffected(void) {
  * groups) with and without the switches, plus a float64 reference of the
  * forward. */
 static void conv_once(ct_tensor *x, ct_tensor *w, ct_tensor **y, ct_tensor **gx, ct_tensor **gw) {
-    const int64_t stride[2] = {2, 1}, padding[2] = {1, 1}, dilation[2] = {1, 2};
     ct_set_grad(x, NULL);
     ct_set_grad(w, NULL);
-    *y = ct_conv2d(x, w, NULL, stride, padding, dilation, 2);
+    *y = ct_conv2d(x, w, NULL, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}, .groups = 2);
     ct_backward(ct_sum_all(*y));
     *gx = ct_grad(x);
     *gw = ct_grad(w);
@@ -246,9 +245,9 @@ static void test_cpu_batch_norm_unaffected(void) {
         ct_tensor *b = ct_test_random(CT_SHAPE(c), CT_FLOAT32, -1, 1, NULL);
         ct_tensor *rm0 = ct_zeros(CT_SHAPE(c)), *rv0 = ct_zeros(CT_SHAPE(c));
         ct_tensor *rm1 = ct_zeros(CT_SHAPE(c)), *rv1 = ct_zeros(CT_SHAPE(c));
-        ct_tensor *y0 = ct_batch_norm(x, rm0, rv0, w, b, true, 0.1, 1e-5);
+        ct_tensor *y0 = ct_batch_norm(x, rm0, rv0, w, b, .training = true);
         flip_switches();
-        ct_tensor *y1 = ct_batch_norm(x, rm1, rv1, w, b, true, 0.1, 1e-5);
+        ct_tensor *y1 = ct_batch_norm(x, rm1, rv1, w, b, .training = true);
         reset_switches();
         CT_EXPECT(ct_equal(y0, y1));
         CT_EXPECT(ct_equal(rm0, rm1));

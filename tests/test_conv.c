@@ -31,6 +31,12 @@ typedef struct conv_case {
     bool bias, unbatched;
 } conv_case;
 
+/* The functional's options for a case (ctorch/functional_conv.h). */
+static ct_conv_opts opts_of(const conv_case *k) {
+    return CT_CONV_OPTS(.stride = {k->stride[0], k->stride[1]}, .padding = {k->padding[0], k->padding[1]},
+                        .dilation = {k->dilation[0], k->dilation[1]}, .groups = k->groups);
+}
+
 static int64_t out_dim(const conv_case *k, int axis) {
     int64_t in = axis ? k->w : k->h, kern = axis ? k->kw : k->kh;
     return (in + 2 * k->padding[axis] - k->dilation[axis] * (kern - 1) - 1) / k->stride[axis] + 1;
@@ -165,7 +171,7 @@ static void check_forward(const conv_case *k, ct_dtype dt, bool strided) {
     char what[256];
     describe(k, dt, what, sizeof what);
     operands op = make_operands(k, dt, strided);
-    ct_tensor *y = ct_conv2d(op.x, op.w, op.b, k->stride, k->padding, k->dilation, k->groups);
+    ct_tensor *y = ct_conv2d_with_opts(op.x, op.w, op.b, opts_of(k));
     double *ref = calloc((size_t)numel_y(k) + 1, sizeof(double));
     ref_conv(k, op.xv, op.wv, op.bv, ref, NULL, NULL, NULL, NULL);
     double rtol, atol;
@@ -220,7 +226,7 @@ static void test_integer_dtypes(void) {
         ct_tensor *x = ct_test_tensor(xv, shape_x(&k), dts[d]);
         ct_tensor *w = ct_test_tensor(wv, shape_w(&k), dts[d]);
         ct_tensor *b = ct_test_tensor(bv, CT_SHAPE(4), dts[d]);
-        ct_tensor *y = ct_conv2d(x, w, b, k.stride, k.padding, k.dilation, k.groups);
+        ct_tensor *y = ct_conv2d_with_opts(x, w, b, opts_of(&k));
         double *ref = malloc(sizeof(double) * (size_t)numel_y(&k));
         ref_conv(&k, xv, wv, bv, ref, NULL, NULL, NULL, NULL);
         CT_EXPECT(y && ct_dtype_of(y) == dts[d]);
@@ -241,7 +247,7 @@ static void test_empty(void) {
     ct_tensor *x = ct_zeros(CT_SHAPE(0, 3, 5, 5));
     ct_tensor *w = ct_ones(CT_SHAPE(4, 3, 3, 3));
     ct_tensor *b = ct_ones(CT_SHAPE(4));
-    ct_tensor *y = ct_conv2d(x, w, b, NULL, CT_PAIR(1, 1), NULL, 1);
+    ct_tensor *y = ct_conv2d(x, w, b, .padding = {1, 1});
     CT_EXPECT(y && CT_EXPECT_SHAPE(y, CT_SHAPE(0, 4, 5, 5)));
     ct_tensor *gy = ct_zeros(CT_SHAPE(0, 4, 5, 5));
     cti_conv2d_params p = cti_conv2d_params_make(NULL, CT_PAIR(1, 1), NULL, 1);
@@ -258,7 +264,7 @@ static void test_empty(void) {
     ct_tensor *x0 = ct_zeros(CT_SHAPE(2, 0, 4, 4));
     ct_tensor *w0 = ct_zeros(CT_SHAPE(3, 0, 3, 3));
     ct_tensor *b3 = ct_full(CT_SHAPE(3), 1.5);
-    ct_tensor *y0 = ct_conv2d(x0, w0, b3, NULL, NULL, NULL, 1);
+    ct_tensor *y0 = ct_conv2d(x0, w0, b3);
     double expect[24];
     for (int i = 0; i < 24; i++) expect[i] = 1.5;
     CT_EXPECT(y0 && CT_EXPECT_SHAPE(y0, CT_SHAPE(2, 3, 2, 2)));
@@ -359,7 +365,7 @@ static double fd_loss(const conv_case *k, const double *xv, const double *wv, co
     ct_tensor *x = ct_test_tensor(xv, shape_x(k), CT_FLOAT64);
     ct_tensor *w = ct_test_tensor(wv, shape_w(k), CT_FLOAT64);
     ct_tensor *b = ct_test_tensor(bv, CT_SHAPE(k->o), CT_FLOAT64);
-    ct_tensor *y = ct_conv2d(x, w, b, k->stride, k->padding, k->dilation, k->groups);
+    ct_tensor *y = ct_conv2d_with_opts(x, w, b, opts_of(k));
     double *yv = y ? ct_test_values(y) : NULL, loss = NAN;
     if (yv) {
         loss = 0.0;
@@ -459,8 +465,8 @@ static void check_conv_relu(const conv_case *k, ct_dtype dt) {
         ct_tensor *x = ct_randn(shape_x(k), .dtype = dt, .requires_grad = true);
         ct_tensor *w = ct_randn(shape_w(k), .dtype = dt, .requires_grad = true);
         ct_tensor *b = k->bias ? ct_randn(CT_SHAPE(k->o), .dtype = dt, .requires_grad = true) : NULL;
-        ct_tensor *fused = ct_conv2d_relu(x, w, b, k->stride, k->padding, k->dilation, k->groups);
-        ct_tensor *plain = ct_relu(ct_conv2d(x, w, b, k->stride, k->padding, k->dilation, k->groups));
+        ct_tensor *fused = ct_conv2d_relu_with_opts(x, w, b, opts_of(k));
+        ct_tensor *plain = ct_relu(ct_conv2d_with_opts(x, w, b, opts_of(k)));
         CT_EXPECT_MSG(fused && plain, "conv2d_relu: %s", ct_last_error());
         if (fused && plain) {
             CT_EXPECT(ct_grad_fn_name(fused) && strcmp(ct_grad_fn_name(fused), "ConvolutionReluBackward0") == 0);
@@ -515,8 +521,7 @@ static void test_conv_relu(void) {
  * gradcheck (finite differences of the public op) accepts its gradients. */
 static ct_tensor *gradcheck_conv(ct_tensor *const *in, int n, void *user) {
     const conv_case *k = user;
-    return ct_conv2d(in[0], in[1], n > 2 ? in[2] : NULL, k->stride, k->padding, k->dilation,
-                     k->groups);
+    return ct_conv2d_with_opts(in[0], in[1], n > 2 ? in[2] : NULL, opts_of(k));
 }
 
 static void test_autograd(void) {
@@ -577,7 +582,8 @@ static void check_fixture(const char *name, const cf_file *f, ct_dtype dt) {
     ct_tensor *b = bias ? fixture_tensor(bias, dt) : NULL;
     ct_tensor *gy = fixture_tensor(cf_get(f, "grad_out"), dt);
     double rtol = dt == CT_FLOAT64 ? 1e-10 : 1e-5, atol = dt == CT_FLOAT64 ? 1e-12 : 1e-5;
-    ct_tensor *y = ct_conv2d(x, w, b, stride, padding, dilation, (int64_t)pv[6]);
+    ct_tensor *y = ct_conv2d(x, w, b, .stride = {stride[0], stride[1]}, .padding = {padding[0], padding[1]},
+                             .dilation = {dilation[0], dilation[1]}, .groups = (int64_t)pv[6]);
     const cf_tensor *out = cf_get(f, "out");
     if (!CT_EXPECT_CLOSE(y, out->values, out->numel, rtol, atol))
         ct_test_fail(__FILE__, __LINE__, "fixture %s (%s): forward", name, ct_dtype_name(dt));
@@ -620,11 +626,10 @@ static void test_pytorch_fixtures(void) {
 
 /* conv2d(x of shape xs, w of shape ws, bias of bs or none) must fail with
  * code and a message containing needle. */
-static void expect_conv_error(ct_shape xs, ct_shape ws, const ct_shape *bs, const int64_t *stride,
-                              const int64_t *padding, const int64_t *dilation, int64_t groups,
-                              ct_status code, const char *needle) {
+static void expect_conv_error(ct_shape xs, ct_shape ws, const ct_shape *bs, ct_conv_opts o, ct_status code,
+                              const char *needle) {
     ct_tensor *x = ct_zeros(xs), *w = ct_zeros(ws), *b = bs ? ct_zeros(*bs) : NULL;
-    ct_tensor *y = ct_conv2d(x, w, b, stride, padding, dilation, groups);
+    ct_tensor *y = ct_conv2d_with_opts(x, w, b, o);
     CT_EXPECT(y == NULL);
     CT_EXPECT_ERROR(code, needle);
     ct_release(x);
@@ -635,63 +640,61 @@ static void expect_conv_error(ct_shape xs, ct_shape ws, const ct_shape *bs, cons
 
 static void test_shape_errors(void) {
     const ct_shape b3 = CT_SHAPE(3), b41 = CT_SHAPE(4, 1);
-    expect_conv_error(CT_SHAPE(1, 4, 32, 32), CT_SHAPE(64, 3, 7, 7), NULL, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE,
+    const ct_conv_opts none = CT_CONV_OPTS();
+    expect_conv_error(CT_SHAPE(1, 4, 32, 32), CT_SHAPE(64, 3, 7, 7), NULL, none, CT_ERR_SHAPE,
                       "conv2d: Given groups=1, weight of size [64, 3, 7, 7], expected input[1, 4, "
                       "32, 32] to have 3 channels, but got 4 channels instead");
-    expect_conv_error(CT_SHAPE(4, 5, 5), CT_SHAPE(2, 3, 3, 3), NULL, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE, "expected input[1, 4, 5, 5] to have 3 channels, but got 4");
-    expect_conv_error(CT_SHAPE(2, 3), CT_SHAPE(4, 3, 3, 3), NULL, NULL, NULL, NULL, 1, CT_ERR_SHAPE,
+    expect_conv_error(CT_SHAPE(4, 5, 5), CT_SHAPE(2, 3, 3, 3), NULL, none, CT_ERR_SHAPE,
+                      "expected input[1, 4, 5, 5] to have 3 channels, but got 4");
+    expect_conv_error(CT_SHAPE(2, 3), CT_SHAPE(4, 3, 3, 3), NULL, none, CT_ERR_SHAPE,
                       "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of "
                       "size: [2, 3]");
-    expect_conv_error(CT_SHAPE(1, 2, 3, 4, 5), CT_SHAPE(4, 3, 3, 3), NULL, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE, "but got input of size: [1, 2, 3, 4, 5]");
-    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 3), NULL, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE,
+    expect_conv_error(CT_SHAPE(1, 2, 3, 4, 5), CT_SHAPE(4, 3, 3, 3), NULL, none, CT_ERR_SHAPE,
+                      "but got input of size: [1, 2, 3, 4, 5]");
+    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 3), NULL, none, CT_ERR_SHAPE,
                       "Expected 4-dimensional weight for 4-dimensional input [1, 3, 8, 8], but got "
                       "3-dimensional weight of size [4, 3, 3] instead");
-    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 0, 3), NULL, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE,
+    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 0, 3), NULL, none, CT_ERR_SHAPE,
                       "kernel size should be greater than zero, but got kernel_height: 0 "
                       "kernel_width: 3");
-    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 3, 3), &b3, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE,
+    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 3, 3), &b3, none, CT_ERR_SHAPE,
                       "Given weight of size [4, 3, 3, 3], expected bias to be 1-dimensional with 4 "
                       "elements, but got bias of size [3] instead");
-    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 3, 3), &b41, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE, "but got bias of size [4, 1] instead");
-    expect_conv_error(CT_SHAPE(1, 6, 8, 8), CT_SHAPE(4, 3, 3, 3), NULL, NULL, NULL, NULL, 8,
+    expect_conv_error(CT_SHAPE(1, 3, 8, 8), CT_SHAPE(4, 3, 3, 3), &b41, none, CT_ERR_SHAPE,
+                      "but got bias of size [4, 1] instead");
+    expect_conv_error(CT_SHAPE(1, 6, 8, 8), CT_SHAPE(4, 3, 3, 3), NULL, CT_CONV_OPTS(.groups = 8),
                       CT_ERR_SHAPE,
                       "Given groups=8, expected weight to be at least 8 at dimension 0, but got "
                       "weight of size [4, 3, 3, 3] instead");
-    expect_conv_error(CT_SHAPE(1, 6, 8, 8), CT_SHAPE(5, 3, 3, 3), NULL, NULL, NULL, NULL, 2,
+    expect_conv_error(CT_SHAPE(1, 6, 8, 8), CT_SHAPE(5, 3, 3, 3), NULL, CT_CONV_OPTS(.groups = 2),
                       CT_ERR_SHAPE,
                       "Given groups=2, expected weight to be divisible by 2 at dimension 0, but "
                       "got weight of size [[5, 3, 3, 3]] instead");
-    expect_conv_error(CT_SHAPE(1, 3, 2, 2), CT_SHAPE(4, 3, 3, 3), NULL, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE,
+    expect_conv_error(CT_SHAPE(1, 3, 2, 2), CT_SHAPE(4, 3, 3, 3), NULL, none, CT_ERR_SHAPE,
                       "Calculated padded input size per channel: (2 x 2). Kernel size: (3 x 3). "
                       "Kernel size can't be greater than actual input size");
-    expect_conv_error(CT_SHAPE(1, 3, 2, 8), CT_SHAPE(4, 3, 3, 3), NULL, NULL, NULL, CT_PAIR(2, 2),
-                      1, CT_ERR_SHAPE, "(2 x 8). Kernel size: (5 x 5)");
-    expect_conv_error(CT_SHAPE(1, 3, 8, 0), CT_SHAPE(4, 3, 1, 1), NULL, NULL, NULL, NULL, 1,
-                      CT_ERR_SHAPE, "Calculated padded input size per channel: (8 x 0)");
+    expect_conv_error(CT_SHAPE(1, 3, 2, 8), CT_SHAPE(4, 3, 3, 3), NULL, CT_CONV_OPTS(.dilation = {2, 2}),
+                      CT_ERR_SHAPE, "(2 x 8). Kernel size: (5 x 5)");
+    expect_conv_error(CT_SHAPE(1, 3, 8, 0), CT_SHAPE(4, 3, 1, 1), NULL, none, CT_ERR_SHAPE,
+                      "Calculated padded input size per channel: (8 x 0)");
 }
 
+/* A zero stride, dilation or groups is "not given" in ct_conv_opts (only
+ * the all-zero pair); a pair with one zero entry is refused as in PyTorch. */
 static void test_param_errors(void) {
     const ct_shape xs = CT_SHAPE(1, 3, 8, 8), ws = CT_SHAPE(4, 3, 3, 3);
-    expect_conv_error(xs, ws, NULL, CT_PAIR(0, 1), NULL, NULL, 1, CT_ERR_INVALID_ARG,
+    expect_conv_error(xs, ws, NULL, CT_CONV_OPTS(.stride = {0, 1}), CT_ERR_INVALID_ARG,
                       "conv2d: non-positive stride is not supported");
-    expect_conv_error(xs, ws, NULL, CT_PAIR(1, -1), NULL, NULL, 1, CT_ERR_INVALID_ARG,
+    expect_conv_error(xs, ws, NULL, CT_CONV_OPTS(.stride = {2}), CT_ERR_INVALID_ARG,
+                      "conv2d: non-positive stride is not supported");
+    expect_conv_error(xs, ws, NULL, CT_CONV_OPTS(.stride = {1, -1}), CT_ERR_INVALID_ARG,
                       "non-positive stride is not supported");
-    expect_conv_error(xs, ws, NULL, NULL, CT_PAIR(0, -1), NULL, 1, CT_ERR_INVALID_ARG,
+    expect_conv_error(xs, ws, NULL, CT_CONV_OPTS(.padding = {0, -1}), CT_ERR_INVALID_ARG,
                       "conv2d: negative padding is not supported");
-    expect_conv_error(xs, ws, NULL, NULL, NULL, CT_PAIR(1, 0), 1, CT_ERR_INVALID_ARG,
+    expect_conv_error(xs, ws, NULL, CT_CONV_OPTS(.dilation = {1, 0}), CT_ERR_INVALID_ARG,
                       "conv2d: dilation should be greater than zero, but got [1, 0]");
-    expect_conv_error(xs, ws, NULL, NULL, NULL, NULL, 0, CT_ERR_INVALID_ARG,
+    expect_conv_error(xs, ws, NULL, CT_CONV_OPTS(.groups = -2), CT_ERR_INVALID_ARG,
                       "conv2d: non-positive groups is not supported");
-    expect_conv_error(xs, ws, NULL, NULL, NULL, NULL, -2, CT_ERR_INVALID_ARG,
-                      "non-positive groups is not supported");
 }
 
 static void test_dtype_and_device_errors(void) {
@@ -700,19 +703,19 @@ static void test_dtype_and_device_errors(void) {
     ct_tensor *w = ct_zeros(CT_SHAPE(4, 3, 3, 3));
     ct_tensor *bd = ct_zeros(CT_SHAPE(4), .dtype = CT_FLOAT64);
     ct_tensor *bh = ct_zeros(CT_SHAPE(4), .dtype = CT_FLOAT16);
-    CT_EXPECT(ct_conv2d(x, wd, NULL, NULL, NULL, NULL, 1) == NULL);
+    CT_EXPECT(ct_conv2d(x, wd, NULL) == NULL);
     CT_EXPECT_ERROR(CT_ERR_DTYPE, "conv2d: expected scalar type Float but found Double");
-    CT_EXPECT(ct_conv2d(x, w, bd, NULL, NULL, NULL, 1) == NULL);
+    CT_EXPECT(ct_conv2d(x, w, bd) == NULL);
     CT_EXPECT_ERROR(CT_ERR_DTYPE, "conv2d: Input type (float) and bias type (double) should be the same");
-    CT_EXPECT(ct_conv2d(x, w, bh, NULL, NULL, NULL, 1) == NULL);
+    CT_EXPECT(ct_conv2d(x, w, bh) == NULL);
     CT_EXPECT_ERROR(CT_ERR_DTYPE, "Input type (float) and bias type (c10::Half) should be the same");
     ct_tensor *xb = ct_zeros(CT_SHAPE(1, 3, 8, 8), .dtype = CT_BOOL);
     ct_tensor *wb = ct_zeros(CT_SHAPE(4, 3, 3, 3), .dtype = CT_BOOL);
-    CT_EXPECT(ct_conv2d(xb, wb, NULL, NULL, NULL, NULL, 1) == NULL);
+    CT_EXPECT(ct_conv2d(xb, wb, NULL) == NULL);
     CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"slow_conv2d_cpu\" not implemented for 'Bool'");
     if (ct_test_opencl_devices("conv2d across devices") > 0) {
         ct_tensor *wcl = ct_to_device(w, ct_device_opencl(0));
-        CT_EXPECT(ct_conv2d(x, wcl, NULL, NULL, NULL, NULL, 1) == NULL);
+        CT_EXPECT(ct_conv2d(x, wcl, NULL) == NULL);
         CT_EXPECT_ERROR(CT_ERR_DEVICE, "conv2d: Expected all tensors to be on the same device");
         ct_release(wcl);
     }
@@ -758,8 +761,8 @@ static void test_backward_errors(void) {
 static void test_null_propagation(void) {
     ct_tensor *x = ct_zeros(CT_SHAPE(1, 3, 8, 8)), *w = ct_zeros(CT_SHAPE(4, 3, 3, 3));
     ct_clear_error();
-    CT_EXPECT(ct_conv2d(NULL, w, NULL, NULL, NULL, NULL, 1) == NULL);
-    CT_EXPECT(ct_conv2d(x, NULL, NULL, NULL, NULL, NULL, 1) == NULL);
+    CT_EXPECT(ct_conv2d(NULL, w, NULL) == NULL);
+    CT_EXPECT(ct_conv2d(x, NULL, NULL) == NULL);
     CT_EXPECT_INT_EQ(ct_last_status(), CT_OK);
     ct_tensor *gx = NULL;
     cti_conv2d_params p = cti_conv2d_params_make(NULL, NULL, NULL, 1);
@@ -792,7 +795,7 @@ static int max_threads(void) {
  * (caller frees). */
 static double *conv_all(const conv_case *k, const operands *op, const ct_tensor *gy) {
     cti_conv2d_params p = params_of(k);
-    ct_tensor *y = ct_conv2d(op->x, op->w, op->b, k->stride, k->padding, k->dilation, k->groups);
+    ct_tensor *y = ct_conv2d_with_opts(op->x, op->w, op->b, opts_of(k));
     ct_tensor *g[3] = {NULL, NULL, NULL};
     CT_EXPECT_INT_EQ(cti_conv2d_backward(gy, op->x, op->w, &p, &g[0], &g[1], &g[2]), CT_OK);
     const int64_t counts[4] = {numel_y(k), numel_x(k), numel_w(k), k->o};

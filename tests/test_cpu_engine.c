@@ -117,8 +117,8 @@ static void conv_results(const engine_case *e, ct_dtype dt, const double *xv, co
         ct_tensor *b = e->bias ? ct_test_tensor(bv, CT_SHAPE(e->o), dt) : NULL;
         ct_set_requires_grad(x, true), ct_set_requires_grad(w, true);
         if (b) ct_set_requires_grad(b, true);
-        ct_tensor *out = ct_conv2d(x, w, b, CT_PAIR(e->stride, e->stride), CT_PAIR(e->pad, e->pad),
-                                   CT_PAIR(e->dil, e->dil), e->groups);
+        ct_tensor *out = ct_conv2d(x, w, b, .stride = {e->stride, e->stride}, .padding = {e->pad, e->pad},
+                                   .dilation = {e->dil, e->dil}, .groups = e->groups);
         CT_EXPECT_MSG(out != NULL, "%s: %s", e->name, ct_last_error());
         ct_tensor *gy = out ? ct_test_tensor(gyv, ct_shape_of(out), dt) : NULL;
         CT_EXPECT_MSG(gy && ct_backward_ex(out, gy, false) == CT_OK, "%s: %s", e->name, ct_last_error());

@@ -292,6 +292,12 @@ static const conv_case g_conv_cases[] = {
     {1, 8, 5, 5, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1}, /* 1x1 */
 };
 
+/* The case's options for ct_conv2d_with_opts (ctorch/functional_conv.h). */
+static ct_conv_opts opts_of(const conv_case *cc) {
+    return CT_CONV_OPTS(.stride = {cc->stride[0], cc->stride[1]}, .padding = {cc->padding[0], cc->padding[1]},
+                        .dilation = {cc->dilation[0], cc->dilation[1]}, .groups = cc->groups);
+}
+
 typedef struct conv_result {
     ct_tensor *y, *gx, *gw, *gb;
 } conv_result;
@@ -302,7 +308,7 @@ static conv_result run_conv(const conv_case *cc, ct_tensor *x, ct_tensor *w, ct_
     ct_set_requires_grad(x, true);
     ct_set_requires_grad(w, true);
     ct_set_requires_grad(b, true);
-    r.y = ct_conv2d(x, w, b, cc->stride, cc->padding, cc->dilation, cc->groups);
+    r.y = ct_conv2d_with_opts(x, w, b, opts_of(cc));
     if (!r.y) return r;
     CT_EXPECT_INT_EQ(ct_backward(ct_sum_all(ct_mul(r.y, proj))), CT_OK);
     r.gx = ct_grad(x), r.gw = ct_grad(w), r.gb = ct_grad(b);
@@ -315,7 +321,7 @@ static void check_conv(const conv_case *cc, ct_dtype dt, double rtol, double ato
         ct_tensor *x = ct_test_random(CT_SHAPE(cc->n, cc->c, cc->h, cc->w), dt, -1, 1, NULL);
         ct_tensor *w = ct_test_random(CT_SHAPE(cc->o, cc->c / cc->groups, cc->kh, cc->kw), dt, -1, 1, NULL);
         ct_tensor *b = ct_test_random(CT_SHAPE(cc->o), dt, -1, 1, NULL);
-        ct_tensor *y_cpu = ct_conv2d(x, w, b, cc->stride, cc->padding, cc->dilation, cc->groups);
+        ct_tensor *y_cpu = ct_conv2d_with_opts(x, w, b, opts_of(cc));
         ct_tensor *proj = ct_randn_like(y_cpu);
         conv_result want = run_conv(cc, ct_clone(x), ct_clone(w), ct_clone(b), proj);
         conv_result got = run_conv(cc, on_gpu(x), on_gpu(w), on_gpu(b), on_gpu(proj));
@@ -356,7 +362,7 @@ static void test_conv_deterministic_bitwise(void) {
         ct_tensor *x = on_gpu(ct_test_random(CT_SHAPE(8, cc->c, 32, 32), CT_FLOAT32, -1, 1, NULL));
         ct_tensor *w = on_gpu(ct_test_random(CT_SHAPE(cc->o, cc->c / cc->groups, cc->kh, cc->kw),
                                              CT_FLOAT32, -1, 1, NULL));
-        ct_tensor *y = ct_conv2d(x, w, NULL, cc->stride, cc->padding, cc->dilation, cc->groups);
+        ct_tensor *y = ct_conv2d_with_opts(x, w, NULL, opts_of(cc));
         ct_tensor *proj = ct_randn_like(y);
         ct_tensor *first[2] = {NULL, NULL};
         for (int run = 0; run < 3; run++) {
@@ -378,22 +384,21 @@ static void test_conv_deterministic_bitwise(void) {
 static void test_conv_choice_cache(void) {
     ct_dnn_conv_cache_clear();
     ct_backends_cudnn_set_benchmark(true);
-    const int64_t s1[2] = {1, 1}, p1[2] = {1, 1};
     CT_SCOPE {
         ct_tensor *x = on_gpu(ct_randn(CT_SHAPE(2, 3, 16, 16)));
         ct_tensor *w = on_gpu(ct_randn(CT_SHAPE(4, 3, 3, 3)));
-        CT_EXPECT(ct_conv2d(x, w, NULL, s1, p1, NULL, 1) != NULL);
+        CT_EXPECT(ct_conv2d(x, w, NULL, .padding = {1, 1}) != NULL);
         CT_EXPECT_INT_EQ(ct_dnn_conv_cache_size(), 1);
-        CT_EXPECT(ct_conv2d(x, w, NULL, s1, p1, NULL, 1) != NULL);
+        CT_EXPECT(ct_conv2d(x, w, NULL, .padding = {1, 1}) != NULL);
         CT_EXPECT_INT_EQ(ct_dnn_conv_cache_size(), 1); /* reused */
         ct_tensor *x2 = on_gpu(ct_randn(CT_SHAPE(2, 3, 20, 16)));
-        CT_EXPECT(ct_conv2d(x2, w, NULL, s1, p1, NULL, 1) != NULL);
+        CT_EXPECT(ct_conv2d(x2, w, NULL, .padding = {1, 1}) != NULL);
         CT_EXPECT_INT_EQ(ct_dnn_conv_cache_size(), 2); /* a new shape is tuned once */
         ct_backends_cudnn_set_benchmark(false);
-        CT_EXPECT(ct_conv2d(x, w, NULL, s1, p1, NULL, 1) != NULL);
+        CT_EXPECT(ct_conv2d(x, w, NULL, .padding = {1, 1}) != NULL);
         CT_EXPECT_INT_EQ(ct_dnn_conv_cache_size(), 3); /* heuristics choice: its own key */
         ct_backends_cudnn_set_enabled(false);
-        CT_EXPECT(ct_conv2d(x2, w, NULL, s1, NULL, NULL, 1) != NULL);
+        CT_EXPECT(ct_conv2d(x2, w, NULL) != NULL);
         CT_EXPECT_INT_EQ(ct_dnn_conv_cache_size(), 3); /* cuDNN off: not consulted */
     }
     reset_switches();
@@ -422,7 +427,7 @@ static void check_batch_norm(ct_dtype dt, bool affine, bool training, ct_shape s
             ct_tensor **t = side ? dev_t : cpu_t;
             for (int i = 0; i < 3; i++)
                 if (t[i]) ct_set_requires_grad(t[i], true);
-            ys[side] = ct_batch_norm(t[0], t[3], t[4], t[1], t[2], training, 0.1, 1e-5);
+            ys[side] = ct_batch_norm(t[0], t[3], t[4], t[1], t[2], .training = training);
             CT_EXPECT_INT_EQ(ct_backward(ct_sum_all(ct_mul(ys[side], side ? on_gpu(proj) : proj))), CT_OK);
             for (int i = 0; i < 3; i++) gs[side][i] = t[i] ? ct_grad(t[i]) : NULL;
         }
@@ -450,34 +455,34 @@ static void test_batch_norm_like_cpu(void) {
 
 /* ---- pooling ------------------------------------------------------------------------------------------ */
 
-static void check_pool(ct_dtype dt, bool max, const int64_t k[2], const int64_t s[2], const int64_t p[2],
-                       bool ceil_mode, bool include_pad, int64_t divisor) {
+static void check_pool(ct_dtype dt, bool max, const int64_t k[2], ct_pool_opts o) {
     double rtol, atol;
     gpu_tolerances(dt, &rtol, &atol);
     CT_SCOPE {
         ct_tensor *x = ct_test_random(CT_SHAPE(2, 3, 11, 9), dt, -3, 3, NULL);
-        ct_tensor *want = max ? ct_max_pool2d(x, k, s, p, NULL, ceil_mode)
-                              : ct_avg_pool2d(x, k, s, p, ceil_mode, include_pad, divisor);
+        ct_tensor *want = max ? ct_max_pool2d_opts(x, k, o) : ct_avg_pool2d_opts(x, k, o);
         ct_tensor *gx = on_gpu(x);
-        ct_tensor *got = max ? ct_max_pool2d(gx, k, s, p, NULL, ceil_mode)
-                             : ct_avg_pool2d(gx, k, s, p, ceil_mode, include_pad, divisor);
+        ct_tensor *got = max ? ct_max_pool2d_opts(gx, k, o) : ct_avg_pool2d_opts(gx, k, o);
         EXPECT_LIKE_CPU(got, want, rtol, atol);
     }
 }
 
 static void test_pooling_like_cpu(void) {
     static const ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16};
-    const int64_t k3[2] = {3, 3}, k2[2] = {2, 3}, s2[2] = {2, 2}, s1[2] = {1, 2}, p1[2] = {1, 1},
-                  p0[2] = {0, 1};
+    const int64_t k3[2] = {3, 3}, k2[2] = {2, 3};
+    const ct_pool_opts s2p1 = CT_POOL_OPTS(.stride = {2, 2}, .padding = {1, 1});
+    const ct_pool_opts s1p0_ceil = CT_POOL_OPTS(.stride = {1, 2}, .padding = {0, 1}, .ceil_mode = true);
+    const ct_pool_opts exclude_pad = CT_POOL_OPTS(.stride = {2, 2}, .padding = {1, 1}, .no_count_include_pad = true);
+    const ct_pool_opts divisor = CT_POOL_OPTS(.stride = {2, 2}, .padding = {1, 1}, .divisor_override = 5);
     for (int enabled = 1; enabled >= 0; enabled--) {
         ct_backends_cudnn_set_enabled(enabled);
         for (size_t d = 0; d < 4; d++) {
-            check_pool(dts[d], true, k3, s2, p1, false, false, 0);
-            check_pool(dts[d], true, k2, s1, p0, true, false, 0); /* ceil_mode: declined */
-            check_pool(dts[d], false, k3, s2, p1, false, true, 0);
-            check_pool(dts[d], false, k3, s2, p1, false, false, 0);
-            check_pool(dts[d], false, k2, s1, p0, true, true, 0);
-            check_pool(dts[d], false, k3, s2, p1, false, true, 5); /* divisor_override: declined */
+            check_pool(dts[d], true, k3, s2p1);
+            check_pool(dts[d], true, k2, s1p0_ceil); /* ceil_mode: declined */
+            check_pool(dts[d], false, k3, s2p1);
+            check_pool(dts[d], false, k3, exclude_pad);
+            check_pool(dts[d], false, k2, s1p0_ceil);
+            check_pool(dts[d], false, k3, divisor); /* divisor_override: declined */
         }
     }
     reset_switches();
@@ -490,7 +495,7 @@ static void test_max_pool_nan(void) {
         vals[5] = NAN;
         ct_tensor *x = on_gpu(ct_test_tensor(vals, CT_SHAPE(1, 1, 4, 4), CT_FLOAT32));
         const int64_t k[2] = {2, 2};
-        ct_tensor *y = ct_to_device(ct_max_pool2d(x, k, NULL, NULL, NULL, false), cpu());
+        ct_tensor *y = ct_to_device(ct_max_pool2d(x, k), cpu());
         const double want[4] = {NAN, 7, 13, 15};
         CT_EXPECT_CLOSE(y, want, 4, 0, 0);
     }

@@ -409,7 +409,7 @@ static void test_index_select_special_indices(void) {
         CT_EXPECT_SHAPE(ct_index_select(a, 0, i0), CT_SHAPE(1, 3));
         check_index_select(a, 0, i0);
         /* a strided (non-contiguous) index */
-        ct_tensor *wide = ct_tensor_from(((int64_t[]){2, 9, 0, 9, 1, 9}), CT_INT64, CT_SHAPE(6));
+        ct_tensor *wide = ct_tensor_from((int64_t[]){2, 9, 0, 9, 1, 9}, CT_INT64, CT_SHAPE(6));
         ct_tensor *strided = ct_slice(wide, 0, 0, 6, 2);
         check_index_select(a, 1, strided);
         /* an empty index */
@@ -427,12 +427,12 @@ static void test_index_select_special_indices(void) {
 static void test_index_select_errors(void) {
     CT_SCOPE {
         ct_tensor *a = ct_zeros(CT_SHAPE(4, 3));
-        ct_tensor *bad = ct_tensor_from(((int64_t[]){0, 5}), CT_INT64, CT_SHAPE(2));
+        ct_tensor *bad = ct_tensor_from((int64_t[]){0, 5}, CT_INT64, CT_SHAPE(2));
         CT_EXPECT(ct_index_select(a, 0, bad) == NULL);
         CT_EXPECT_ERROR(CT_ERR_INDEX, "index out of range in self");
         CT_EXPECT(ct_index_select(a, 0, bad) == NULL);
         CT_EXPECT_ERROR(CT_ERR_INDEX, "index 5 is out of bounds for dimension 0 with size 4");
-        ct_tensor *neg = ct_tensor_from(((int32_t[]){-1}), CT_INT32, CT_SHAPE(1));
+        ct_tensor *neg = ct_tensor_from((int32_t[]){-1}, CT_INT32, CT_SHAPE(1));
         CT_EXPECT(ct_index_select(a, -1, neg) == NULL);
         CT_EXPECT_ERROR(CT_ERR_INDEX, "index -1 is out of bounds for dimension 1 with size 3");
         ct_tensor *fidx = ct_zeros(CT_SHAPE(2));
@@ -497,8 +497,8 @@ static void test_gather_every_dtype_and_dim(void) {
 static void test_gather_known_values(void) {
     CT_SCOPE {
         /* torch.gather(torch.tensor([[1, 2], [3, 4]]), 1, torch.tensor([[0, 0], [1, 0]])) */
-        ct_tensor *a = ct_tensor_from(((int64_t[]){1, 2, 3, 4}), CT_INT64, CT_SHAPE(2, 2));
-        ct_tensor *idx = ct_tensor_from(((int64_t[]){0, 0, 1, 0}), CT_INT64, CT_SHAPE(2, 2));
+        ct_tensor *a = ct_tensor_from((int64_t[]){1, 2, 3, 4}, CT_INT64, CT_SHAPE(2, 2));
+        ct_tensor *idx = ct_tensor_from((int64_t[]){0, 0, 1, 0}, CT_INT64, CT_SHAPE(2, 2));
         CT_EXPECT_CLOSE(ct_gather(a, 1, idx), ((double[]){1, 1, 4, 3}), 4, 0, 0);
         CT_EXPECT_CLOSE(ct_gather(a, 0, idx), ((double[]){1, 2, 3, 2}), 4, 0, 0);
         /* scalars are one-element vectors */
@@ -514,10 +514,10 @@ static void test_gather_known_values(void) {
 static void test_gather_errors(void) {
     CT_SCOPE {
         ct_tensor *a = ct_zeros(CT_SHAPE(2, 4));
-        ct_tensor *bad = ct_tensor_from(((int64_t[]){0, 5, 1, 2}), CT_INT64, CT_SHAPE(2, 2));
+        ct_tensor *bad = ct_tensor_from((int64_t[]){0, 5, 1, 2}, CT_INT64, CT_SHAPE(2, 2));
         CT_EXPECT(ct_gather(a, 1, bad) == NULL);
         CT_EXPECT_ERROR(CT_ERR_INDEX, "index 5 is out of bounds for dimension 1 with size 4");
-        ct_tensor *neg = ct_tensor_from(((int64_t[]){-1, 0}), CT_INT64, CT_SHAPE(1, 2));
+        ct_tensor *neg = ct_tensor_from((int64_t[]){-1, 0}, CT_INT64, CT_SHAPE(1, 2));
         CT_EXPECT(ct_gather(a, 0, neg) == NULL);
         CT_EXPECT_ERROR(CT_ERR_INDEX, "index -1 is out of bounds for dimension 0 with size 2");
         CT_EXPECT(ct_gather(a, 1, ct_zeros(CT_SHAPE(2, 2), .dtype = CT_INT32)) == NULL);

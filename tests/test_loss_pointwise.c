@@ -107,9 +107,10 @@ static ct_tensor *operand(const pw_problem *p, double *const *v, int k, ct_dtype
 
 static ct_tensor *call(const pw_problem *p, double *const *v, ct_dtype dt, bool noncontig) {
     ct_tensor *x = operand(p, v, 0, dt, noncontig), *t = operand(p, v, 1, dt, noncontig);
-    if (!p->bce) return ct_mse_loss(x, t, p->reduction);
-    return ct_binary_cross_entropy_with_logits(x, t, operand(p, v, 2, dt, noncontig),
-                                               operand(p, v, 3, dt, noncontig), p->reduction);
+    if (!p->bce) return ct_mse_loss(x, t, .reduction = p->reduction);
+    return ct_binary_cross_entropy_with_logits(x, t, .weight = operand(p, v, 2, dt, noncontig),
+                                               .pos_weight = operand(p, v, 3, dt, noncontig),
+                                               .reduction = p->reduction);
 }
 
 static ct_shape result_shape(const pw_problem *p) {
@@ -314,7 +315,7 @@ static void test_bce_extreme_logits(void) {
         for (int k = 0; k < 2; k++) {
             ct_dtype dt = k ? CT_FLOAT32 : CT_FLOAT64;
             ct_tensor *in = ct_test_tensor(x, CT_SHAPE(5), dt), *tg = ct_test_tensor(t, CT_SHAPE(5), dt);
-            ct_tensor *out = ct_binary_cross_entropy_with_logits(in, tg, NULL, NULL, CT_REDUCTION_NONE);
+            ct_tensor *out = ct_binary_cross_entropy_with_logits(in, tg, .reduction = CT_REDUCTION_NONE);
             double want[] = {100, 100, 5e3, 2.5e3, log(2.0)};
             CT_EXPECT_CLOSE(out, want, 5, 1e-6, 1e-6);
             ct_tensor *gi = NULL, *gt = NULL;
@@ -333,9 +334,9 @@ static void test_bce_extreme_logits(void) {
 static void test_empty(void) {
     CT_SCOPE {
         ct_tensor *e = ct_zeros(CT_SHAPE(0, 3));
-        CT_EXPECT(isnan(ct_item(ct_mse_loss(e, e, CT_REDUCTION_MEAN))));
-        CT_EXPECT(ct_item(ct_binary_cross_entropy_with_logits(e, e, NULL, NULL, CT_REDUCTION_SUM)) == 0);
-        CT_EXPECT_SHAPE(ct_mse_loss(e, e, CT_REDUCTION_NONE), CT_SHAPE(0, 3));
+        CT_EXPECT(isnan(ct_item(ct_mse_loss(e, e))));
+        CT_EXPECT(ct_item(ct_binary_cross_entropy_with_logits(e, e, .reduction = CT_REDUCTION_SUM)) == 0);
+        CT_EXPECT_SHAPE(ct_mse_loss(e, e, .reduction = CT_REDUCTION_NONE), CT_SHAPE(0, 3));
         ct_tensor *gi = NULL;
         CT_EXPECT(cti_mse_loss_backward(ct_scalar_tensor(1.0), e, e, CT_REDUCTION_MEAN, &gi, NULL) == CT_OK);
         CT_EXPECT_SHAPE(gi, CT_SHAPE(0, 3));
@@ -360,8 +361,9 @@ static void check_fixture(const char *name, bool bce) {
             ct_tensor *pw = bce ? lf_tensor_of(&f, "pos_weight", dt) : NULL, *gi = NULL, *gt = NULL;
             ct_tensor *g = reductions[r] == CT_REDUCTION_NONE ? lf_tensor_of(&f, "grad_out", dt)
                                                               : ct_scalar_tensor(1.0, .dtype = dt);
-            ct_tensor *out = bce ? ct_binary_cross_entropy_with_logits(x, t, w, pw, reductions[r])
-                                 : ct_mse_loss(x, t, reductions[r]);
+            ct_tensor *out = bce ? ct_binary_cross_entropy_with_logits(x, t, .weight = w, .pos_weight = pw,
+                                                                       .reduction = reductions[r])
+                                 : ct_mse_loss(x, t, .reduction = reductions[r]);
             ct_status st = bce ? cti_bce_with_logits_backward(g, x, t, w, pw, reductions[r], &gi, &gt)
                                : cti_mse_loss_backward(g, x, t, reductions[r], &gi, &gt);
             CT_EXPECT(st == CT_OK);
@@ -390,26 +392,25 @@ static void test_fixtures(void) {
 static void test_errors(void) {
     CT_SCOPE {
         ct_tensor *x = ct_randn(CT_SHAPE(3, 5)), *t = ct_rand(CT_SHAPE(3, 5));
-        const ct_reduction M = CT_REDUCTION_MEAN;
-        CT_EXPECT(!ct_mse_loss(ct_to_dtype(x, CT_INT64), ct_to_dtype(t, CT_INT64), M));
+        CT_EXPECT(!ct_mse_loss(ct_to_dtype(x, CT_INT64), ct_to_dtype(t, CT_INT64)));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "mse_loss: \"mse\" not implemented for 'Long'");
-        CT_EXPECT(!ct_mse_loss(x, ct_rand(CT_SHAPE(4)), M));
+        CT_EXPECT(!ct_mse_loss(x, ct_rand(CT_SHAPE(4))));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "The size of tensor a (5) must match the size of tensor b (4) at "
                                       "non-singleton dimension 1");
-        CT_EXPECT(!ct_mse_loss(x, t, (ct_reduction)3));
+        CT_EXPECT(!ct_mse_loss(x, t, .reduction = (ct_reduction)3));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "mse_loss: 3 is not a valid value for reduction");
-        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, ct_rand(CT_SHAPE(3, 4)), NULL, NULL, M));
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, ct_rand(CT_SHAPE(3, 4))));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "binary_cross_entropy_with_logits: Target size ([3, 4]) must be "
                                       "the same as input size ([3, 5])");
-        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, t, ct_rand(CT_SHAPE(2, 3, 5)), NULL, M));
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, t, .weight = ct_rand(CT_SHAPE(2, 3, 5))));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "output with shape [3, 5] doesn't match the broadcast shape [2, 3, 5]");
-        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, t, NULL, ct_rand(CT_SHAPE(4)), M));
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, t, .pos_weight = ct_rand(CT_SHAPE(4))));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "must match the size of tensor b (4) at non-singleton dimension 1");
-        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, ct_to_dtype(t, CT_INT64), NULL, NULL, M));
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(x, ct_to_dtype(t, CT_INT64)));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "result type Float can't be cast to the desired output type Long");
-        CT_EXPECT(!ct_binary_cross_entropy_with_logits(ct_to_dtype(x, CT_INT64), t, NULL, NULL, M));
+        CT_EXPECT(!ct_binary_cross_entropy_with_logits(ct_to_dtype(x, CT_INT64), t));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"log_sigmoid_forward\" not implemented for 'Long'");
-        CT_EXPECT(!ct_mse_loss(NULL, t, M) && ct_last_status() == CT_OK);
+        CT_EXPECT(!ct_mse_loss(NULL, t) && ct_last_status() == CT_OK);
         ct_tensor *gi = (ct_tensor *)1;
         CT_EXPECT(cti_mse_loss_backward(ct_ones(CT_SHAPE(3)), x, t, CT_REDUCTION_NONE, &gi, NULL) ==
                       CT_ERR_SHAPE && gi == NULL);

@@ -132,7 +132,9 @@ static void check_avg_pool(const char *name) {
         const fx_env *e = &g_envs[j];
         CT_SCOPE {
             ct_tensor *x = fx_tensor(&f, "input", e->dt, e);
-            FX_EXPECT(ct_avg_pool2d(x, k, s, p, pp.ceil_mode, pp.count_include_pad, pp.divisor_override),
+            FX_EXPECT(ct_avg_pool2d(x, k, .stride = {s[0], s[1]}, .padding = {p[0], p[1]}, .ceil_mode = pp.ceil_mode,
+                                    .no_count_include_pad = !pp.count_include_pad,
+                                    .divisor_override = pp.divisor_override),
                       &f, "out", e);
             ct_tensor *gi = ct_track(cti_avg_pool2d_backward(fx_tensor(&f, "grad_out", e->dt, e),
                                                              ct_shape_of(x), &pp));

@@ -107,7 +107,7 @@ static void test_batch_norm_eval(void) {
             ct_tensor *rv = ct_test_tensor(rv0, CT_SHAPE(c), CT_FLOAT32);
             double *rmv = ct_test_values(rm), *rvv = ct_test_values(rv);
             bn_ref r = ref_batch_norm(x, n, c, s, NULL, NULL, rmv, rvv, 1e-3);
-            ct_tensor *y = ct_batch_norm(in, rm, rv, NULL, NULL, false, 0.1, 1e-3);
+            ct_tensor *y = ct_batch_norm(in, rm, rv, NULL, NULL, .eps = 1e-3);
             double rtol, atol;
             ct_test_tolerances(dt, &rtol, &atol);
             CT_EXPECT_CLOSE(y, r.y, nn_numel(sh), rtol * 2, atol * 10);
@@ -127,15 +127,15 @@ static void test_batch_norm_special(void) {
         double *x = nn_random_values(12, -1, 1);
         ct_tensor *in = nn_f64(x, CT_SHAPE(4, 3));
         bn_ref r = ref_batch_norm(x, 4, 3, 1, NULL, NULL, NULL, NULL, 1e-5);
-        CT_EXPECT_CLOSE(ct_batch_norm(in, NULL, NULL, NULL, NULL, true, 0.1, 1e-5), r.y, 12, 1e-12, 1e-12);
+        CT_EXPECT_CLOSE(ct_batch_norm(in, NULL, NULL, NULL, NULL, .training = true), r.y, 12, 1e-12, 1e-12);
         ct_tensor *rv = ct_ones(CT_SHAPE(3));
-        CT_EXPECT(ct_batch_norm(in, NULL, rv, NULL, NULL, true, 1.0, 1e-5));
+        CT_EXPECT(ct_batch_norm(in, NULL, rv, NULL, NULL, .training = true, .momentum = 1.0));
         double unbiased[3];
         for (int j = 0; j < 3; j++) unbiased[j] = r.var[j] * 4.0 / 3.0;
         CT_EXPECT_CLOSE(rv, unbiased, 3, 1e-6, 1e-7);
         /* an empty batch: empty result, running statistics untouched */
         ct_tensor *rm = ct_zeros(CT_SHAPE(3));
-        CT_EXPECT_SHAPE(ct_batch_norm(ct_zeros(CT_SHAPE(0, 3)), rm, rv, NULL, NULL, true, 0.1, 1e-5),
+        CT_EXPECT_SHAPE(ct_batch_norm(ct_zeros(CT_SHAPE(0, 3)), rm, rv, NULL, NULL, .training = true),
                         CT_SHAPE(0, 3));
         CT_EXPECT_CLOSE(rv, unbiased, 3, 1e-6, 1e-7);
         const double zeros[3] = {0};
@@ -155,7 +155,7 @@ typedef struct bn_ctx {
 static ct_tensor *fd_batch_norm(ct_tensor *const *in, void *vctx) {
     bn_ctx *c = vctx;
     return ct_batch_norm(in[0], c->training ? NULL : c->rm, c->training ? NULL : c->rv, in[1], in[2],
-                         c->training, 0.1, 1e-5);
+                         .training = c->training);
 }
 
 static void test_batch_norm_backward(void) {
@@ -207,37 +207,36 @@ static void test_batch_norm_backward(void) {
 static void test_batch_norm_errors(void) {
     CT_SCOPE {
         ct_tensor *x = ct_zeros(CT_SHAPE(4, 3, 5)), *c3 = ct_zeros(CT_SHAPE(3)), *c4 = ct_zeros(CT_SHAPE(4));
-        CT_EXPECT(!ct_batch_norm(x, c4, c3, NULL, NULL, true, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(x, c4, c3, NULL, NULL, .training = true));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "running_mean should contain 3 elements not 4");
-        CT_EXPECT(!ct_batch_norm(x, c3, c4, NULL, NULL, true, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(x, c3, c4, NULL, NULL, .training = true));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "running_var should contain 3 elements not 4");
-        CT_EXPECT(!ct_batch_norm(x, c3, c3, c4, NULL, true, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(x, c3, c3, c4, NULL, .training = true));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "weight should contain 3 elements not 4");
-        CT_EXPECT(!ct_batch_norm(x, c3, c3, NULL, c4, true, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(x, c3, c3, NULL, c4, .training = true));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "bias should contain 3 elements not 4");
-        CT_EXPECT(!ct_batch_norm(ct_zeros(CT_SHAPE(1, 3)), c3, c3, NULL, NULL, true, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(ct_zeros(CT_SHAPE(1, 3)), c3, c3, NULL, NULL, .training = true));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG,
                         "Expected more than 1 value per channel when training, got input size [1, 3]");
-        CT_EXPECT(ct_batch_norm(ct_zeros(CT_SHAPE(1, 3)), c3, c3, NULL, NULL, false, 0.1, 1e-5));
-        CT_EXPECT(!ct_batch_norm(x, NULL, NULL, NULL, NULL, false, 0.1, 1e-5));
+        CT_EXPECT(ct_batch_norm(ct_zeros(CT_SHAPE(1, 3)), c3, c3, NULL, NULL));
+        CT_EXPECT(!ct_batch_norm(x, NULL, NULL, NULL, NULL));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "running_mean must be defined in evaluation mode");
-        CT_EXPECT(!ct_batch_norm(x, c3, NULL, NULL, NULL, false, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(x, c3, NULL, NULL, NULL));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "running_var must be defined in evaluation mode");
-        CT_EXPECT(!ct_batch_norm(ct_zeros(CT_SHAPE(3)), c3, c3, NULL, NULL, false, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(ct_zeros(CT_SHAPE(3)), c3, c3, NULL, NULL));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "batch_norm: Expected input of shape [N, C] or [N, C, *], but got "
                                       "input of size [3]");
-        CT_EXPECT(!ct_batch_norm(ct_zeros(CT_SHAPE(4, 3), .dtype = CT_INT32), NULL, NULL, NULL, NULL, true,
-                                 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(ct_zeros(CT_SHAPE(4, 3), .dtype = CT_INT32), NULL, NULL, NULL, NULL,
+                                 .training = true));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"batch_norm\" not implemented for 'Int'");
-        CT_EXPECT(!ct_batch_norm(x, ct_zeros(CT_SHAPE(3), .dtype = CT_INT64), c3, NULL, NULL, true, 0.1,
-                                 1e-5));
+        CT_EXPECT(!ct_batch_norm(x, ct_zeros(CT_SHAPE(3), .dtype = CT_INT64), c3, NULL, NULL, .training = true));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "batch_norm: expected running_mean to have a floating dtype");
         ct_tensor *gi;
         CT_EXPECT_INT_EQ(cti_batch_norm_backward(ct_zeros(CT_SHAPE(4, 3)), x, NULL, c3, c3, true, &gi, NULL,
                                                  NULL), CT_ERR_SHAPE);
         CT_EXPECT(gi == NULL);
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "batch_norm_backward: grad_output must have the input's shape");
-        CT_EXPECT(!ct_batch_norm(NULL, c3, c3, NULL, NULL, true, 0.1, 1e-5));
+        CT_EXPECT(!ct_batch_norm(NULL, c3, c3, NULL, NULL, .training = true));
         CT_EXPECT_INT_EQ(ct_last_status(), CT_OK);
     }
 }
@@ -295,7 +294,7 @@ static void test_layer_norm_forward(void) {
             CT_EXPECT_SHAPE(sm, CT_SHAPE(rows));
             CT_EXPECT_CLOSE(sm, mean, rows, 1e-6, 1e-6);
             CT_EXPECT_CLOSE(sr, rstd, rows, 1e-6, 1e-6);
-            CT_EXPECT_CLOSE(ct_layer_norm(in, lc->normalized, weight, bias, 1e-5), y, rows * cols, rtol * 2,
+            CT_EXPECT_CLOSE(ct_layer_norm(in, lc->normalized, weight, bias), y, rows * cols, rtol * 2,
                             atol * 10);
             free(x), free(w), free(b), free(wv), free(bv), free(y), free(mean), free(rstd);
         }
@@ -307,7 +306,7 @@ typedef struct ln_ctx {
 } ln_ctx;
 
 static ct_tensor *fd_layer_norm(ct_tensor *const *in, void *ctx) {
-    return ct_layer_norm(in[0], ((ln_ctx *)ctx)->normalized, in[1], in[2], 1e-5);
+    return ct_layer_norm(in[0], ((ln_ctx *)ctx)->normalized, in[1], in[2]);
 }
 
 static void test_layer_norm_backward(void) {
@@ -353,33 +352,33 @@ static void test_layer_norm_backward(void) {
 static void test_layer_norm_errors(void) {
     CT_SCOPE {
         ct_tensor *x = ct_zeros(CT_SHAPE(2, 3, 4));
-        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(3), NULL, NULL, 1e-5));
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(3), NULL, NULL));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "Given normalized_shape=[3], expected input with shape [*, 3], but got "
                                       "input of size[2, 3, 4]");
-        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(2, 3, 4, 5), NULL, NULL, 1e-5));
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(2, 3, 4, 5), NULL, NULL));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "expected input with shape [*, 2, 3, 4, 5]");
-        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(3, 4), ct_ones(CT_SHAPE(4)), NULL, 1e-5));
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(3, 4), ct_ones(CT_SHAPE(4)), NULL));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "Expected weight to be of same shape as normalized_shape, but got weight "
                                       "of shape [4] and normalized_shape = [3, 4]");
-        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), NULL, ct_ones(CT_SHAPE(3)), 1e-5));
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), NULL, ct_ones(CT_SHAPE(3))));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "Expected bias to be of same shape as normalized_shape, but got bias of "
                                       "shape [3] and normalized_shape = [4]");
-        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE0, NULL, NULL, 1e-5));
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE0, NULL, NULL));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "Expected normalized_shape to be at least 1-dimensional");
-        CT_EXPECT(!ct_layer_norm(ct_zeros(CT_SHAPE(2, 4), .dtype = CT_INT32), CT_SHAPE(4), NULL, NULL, 1e-5));
+        CT_EXPECT(!ct_layer_norm(ct_zeros(CT_SHAPE(2, 4), .dtype = CT_INT32), CT_SHAPE(4), NULL, NULL));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"LayerNormKernelImpl\" not implemented for 'Int'");
-        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), ct_ones(CT_SHAPE(4), .dtype = CT_INT64), NULL, 1e-5));
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), ct_ones(CT_SHAPE(4), .dtype = CT_INT64), NULL));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "layer_norm: expected weight to have a floating dtype, but got int64");
-        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), NULL, ct_ones(CT_SHAPE(4), .dtype = CT_BOOL), 1e-5));
+        CT_EXPECT(!ct_layer_norm(x, CT_SHAPE(4), NULL, ct_ones(CT_SHAPE(4), .dtype = CT_BOOL)));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "layer_norm: expected bias to have a floating dtype, but got bool");
-        CT_EXPECT_SHAPE(ct_layer_norm(ct_zeros(CT_SHAPE(2, 0)), CT_SHAPE(0), NULL, NULL, 1e-5), CT_SHAPE(2, 0));
-        CT_EXPECT_SHAPE(ct_layer_norm(ct_zeros(CT_SHAPE(0, 4)), CT_SHAPE(4), NULL, NULL, 1e-5), CT_SHAPE(0, 4));
+        CT_EXPECT_SHAPE(ct_layer_norm(ct_zeros(CT_SHAPE(2, 0)), CT_SHAPE(0), NULL, NULL), CT_SHAPE(2, 0));
+        CT_EXPECT_SHAPE(ct_layer_norm(ct_zeros(CT_SHAPE(0, 4)), CT_SHAPE(4), NULL, NULL), CT_SHAPE(0, 4));
         ct_tensor *gi;
         CT_EXPECT_INT_EQ(cti_layer_norm_backward(ct_zeros(CT_SHAPE(2, 3, 4)), x, CT_SHAPE(4), NULL,
                                                  ct_zeros(CT_SHAPE(5)), ct_zeros(CT_SHAPE(6)), &gi, NULL, NULL),
                          CT_ERR_SHAPE);
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "layer_norm_backward: save_mean and save_rstd must hold 6 values");
-        CT_EXPECT(!ct_layer_norm(NULL, CT_SHAPE(4), NULL, NULL, 1e-5));
+        CT_EXPECT(!ct_layer_norm(NULL, CT_SHAPE(4), NULL, NULL));
         CT_EXPECT_INT_EQ(ct_last_status(), CT_OK);
     }
 }

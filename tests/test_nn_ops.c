@@ -105,6 +105,17 @@ static void ref_adaptive(int64_t np, int64_t H, int64_t W, int64_t OH, int64_t O
 }
 
 /* A random valid case: output at least 1x1 in each dim. */
+/* The case's keyword options (ctorch/functional_nn.h); max pooling takes
+ * dilation, average pooling count_include_pad and divisor_override. */
+static ct_pool_opts max_opts(const pool_case *pc) {
+    return CT_POOL_OPTS(.stride = {pc->s[0], pc->s[1]}, .padding = {pc->p[0], pc->p[1]},
+                        .dilation = {pc->d[0], pc->d[1]}, .ceil_mode = pc->ceil_mode);
+}
+static ct_pool_opts avg_opts(const pool_case *pc) {
+    return CT_POOL_OPTS(.stride = {pc->s[0], pc->s[1]}, .padding = {pc->p[0], pc->p[1]}, .ceil_mode = pc->ceil_mode,
+                        .no_count_include_pad = !pc->count_include_pad, .divisor_override = pc->divisor);
+}
+
 static pool_case random_case(bool with_dilation) {
     pool_case pc = {0};
     pc.n = ct_test_randint(0, 4) == 0 ? -1 : ct_test_randint(1, 3);
@@ -148,13 +159,12 @@ static void test_max_pool2d_forward(void) {
             double *ref = malloc(sizeof(double) * (size_t)n), *ridx = malloc(sizeof(double) * (size_t)n);
             ref_max_pool(&pc, x, ref, ridx);
             ct_tensor *out = NULL, *idx = NULL;
-            CT_EXPECT_INT_EQ(ct_max_pool2d_with_indices(in, pc.k, pc.s, pc.p, pc.d, pc.ceil_mode, &out,
-                                                        &idx), CT_OK);
+            CT_EXPECT_INT_EQ(ct_max_pool2d_with_indices_opts(in, pc.k, &out, &idx, max_opts(&pc)), CT_OK);
             CT_EXPECT_SHAPE(out, out_shape(&pc));
             CT_EXPECT(ct_dtype_of(out) == dt && ct_dtype_of(idx) == CT_INT64);
             CT_EXPECT_CLOSE(out, ref, n, 0, 0);
             CT_EXPECT_CLOSE(idx, ridx, n, 0, 0);
-            CT_EXPECT_CLOSE(ct_max_pool2d(in, pc.k, pc.s, pc.p, pc.d, pc.ceil_mode), ref, n, 0, 0);
+            CT_EXPECT_CLOSE(ct_max_pool2d_opts(in, pc.k, max_opts(&pc)), ref, n, 0, 0);
             free(x);
             free(ref);
             free(ridx);
@@ -168,19 +178,19 @@ static void test_max_pool2d_defaults_and_nan(void) {
         const double v[] = {NAN, 1, NAN, 2, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 5, 3};
         ct_tensor *x = ct_test_tensor(v, CT_SHAPE(1, 1, 5, 2), CT_FLOAT32);
         ct_tensor *out, *idx;
-        CT_EXPECT_INT_EQ(ct_max_pool2d_with_indices(x, CT_PAIR(2, 2), NULL, NULL, NULL, false, &out, &idx),
+        CT_EXPECT_INT_EQ(ct_max_pool2d_with_indices(x, CT_PAIR(2, 2), &out, &idx),
                          CT_OK);
         CT_EXPECT_SHAPE(out, CT_SHAPE(1, 1, 2, 1));
         const double want[] = {NAN, -INFINITY}, want_idx[] = {2, 4};
         CT_EXPECT_CLOSE(out, want, 2, 0, 0);
         CT_EXPECT_CLOSE(idx, want_idx, 2, 0, 0);
         /* ceil_mode keeps the partial last row */
-        ct_tensor *c = ct_max_pool2d(x, CT_PAIR(2, 2), NULL, NULL, NULL, true);
+        ct_tensor *c = ct_max_pool2d(x, CT_PAIR(2, 2), .ceil_mode = true);
         const double want_c[] = {NAN, -INFINITY, 5};
         CT_EXPECT_CLOSE(c, want_c, 3, 0, 0);
         /* output only, indices only */
         ct_tensor *only = NULL;
-        CT_EXPECT_INT_EQ(ct_max_pool2d_with_indices(x, CT_PAIR(2, 2), NULL, NULL, NULL, false, NULL, &only),
+        CT_EXPECT_INT_EQ(ct_max_pool2d_with_indices(x, CT_PAIR(2, 2), NULL, &only),
                          CT_OK);
         CT_EXPECT_CLOSE(only, want_idx, 2, 0, 0);
     }
@@ -242,8 +252,7 @@ static void test_avg_pool2d_forward(void) {
             int64_t n = nn_numel(out_shape(&pc));
             double *ref = malloc(sizeof(double) * (size_t)n);
             ref_avg_pool(&pc, x, ref);
-            ct_tensor *out = ct_avg_pool2d(in, pc.k, pc.s, pc.p, pc.ceil_mode, pc.count_include_pad,
-                                           pc.divisor);
+            ct_tensor *out = ct_avg_pool2d_opts(in, pc.k, avg_opts(&pc));
             CT_EXPECT_SHAPE(out, out_shape(&pc));
             ct_test_tolerances(dt, &rtol, &atol);
             CT_EXPECT_CLOSE(out, ref, n, rtol, atol);
@@ -351,9 +360,9 @@ static void test_adaptive_avg_pool2d_backward(void) {
 /* Empty batches and channels give empty results. */
 static void test_pool_empty(void) {
     CT_SCOPE {
-        CT_EXPECT_SHAPE(ct_max_pool2d(ct_zeros(CT_SHAPE(0, 2, 5, 5)), CT_PAIR(2, 2), NULL, NULL, NULL, false),
+        CT_EXPECT_SHAPE(ct_max_pool2d(ct_zeros(CT_SHAPE(0, 2, 5, 5)), CT_PAIR(2, 2)),
                         CT_SHAPE(0, 2, 2, 2));
-        CT_EXPECT_SHAPE(ct_avg_pool2d(ct_zeros(CT_SHAPE(0, 2, 5, 5)), CT_PAIR(2, 2), NULL, NULL, false, true, 0),
+        CT_EXPECT_SHAPE(ct_avg_pool2d(ct_zeros(CT_SHAPE(0, 2, 5, 5)), CT_PAIR(2, 2)),
                         CT_SHAPE(0, 2, 2, 2));
         CT_EXPECT_SHAPE(ct_adaptive_avg_pool2d(ct_zeros(CT_SHAPE(2, 0, 5, 5)), CT_PAIR(2, 2)),
                         CT_SHAPE(2, 0, 2, 2));
@@ -363,41 +372,39 @@ static void test_pool_empty(void) {
 static void test_pool_errors(void) {
     CT_SCOPE {
         ct_tensor *x = ct_zeros(CT_SHAPE(2, 3, 5, 5));
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(0, 0), CT_PAIR(1, 1), NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(0, 0), .stride = {1, 1}));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "kernel size should be greater than zero, but got kH: 0 kW: 0");
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(0, 0), NULL, NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(0, 0)));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "kernel size should be greater than zero");
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), CT_PAIR(0, 1), NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), .stride = {0, 1}));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "max_pool2d: stride should not be zero");
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), CT_PAIR(-1, -1), NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), .stride = {-1, -1}));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "stride should be greater than zero, but got dH: -1 dW: -1");
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), NULL, NULL, CT_PAIR(0, 0), false));
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), .dilation = {0, 1})); /* {0, 0} is "not given" */
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG,
-                        "dilation should be greater than zero, but got dilationH: 0 dilationW: 0");
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), NULL, CT_PAIR(2, 0), NULL, false));
+                        "dilation should be greater than zero, but got dilationH: 0 dilationW: 1");
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), .padding = {2, 0}));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG,
                         "pad should be at most half of kernel size, but got pad=2 and kernel_size=2");
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), NULL, CT_PAIR(-1, 0), NULL, false));
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(2, 2), .padding = {-1, 0}));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "pad must be non-negative, but got pad: -1");
-        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(6, 6), NULL, NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(x, CT_PAIR(6, 6)));
         CT_EXPECT_ERROR(CT_ERR_SHAPE,
                         "Given input size: (3x5x5). Calculated output size: (3x0x0). Output size is too small");
-        CT_EXPECT(!ct_max_pool2d(ct_zeros(CT_SHAPE(5, 5)), CT_PAIR(2, 2), NULL, NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(ct_zeros(CT_SHAPE(5, 5)), CT_PAIR(2, 2)));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "non-empty 3D or 4D (batch mode) tensor expected for input");
-        CT_EXPECT(!ct_max_pool2d(ct_zeros(CT_SHAPE(2, 0, 5, 5)), CT_PAIR(2, 2), NULL, NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(ct_zeros(CT_SHAPE(2, 0, 5, 5)), CT_PAIR(2, 2)));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
                                       "size for input, but got:[2, 0, 5, 5]");
-        CT_EXPECT(!ct_max_pool2d(ct_zeros(CT_SHAPE(2, 3, 5, 5), .dtype = CT_INT32), CT_PAIR(2, 2), NULL,
-                                 NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(ct_zeros(CT_SHAPE(2, 3, 5, 5), .dtype = CT_INT32), CT_PAIR(2, 2)));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"max_pool2d\" not implemented for 'Int'");
-        CT_EXPECT(!ct_max_pool2d(x, NULL, NULL, NULL, NULL, false));
+        CT_EXPECT(!ct_max_pool2d(x, NULL));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "max_pool2d: kernel_size must be given");
-        CT_EXPECT(!ct_avg_pool2d(ct_zeros(CT_SHAPE(2, 3, 5, 5), .dtype = CT_INT64), CT_PAIR(2, 2), NULL,
-                                 NULL, false, true, 0));
+        CT_EXPECT(!ct_avg_pool2d(ct_zeros(CT_SHAPE(2, 3, 5, 5), .dtype = CT_INT64), CT_PAIR(2, 2)));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"avg_pool2d\" not implemented for 'Long'");
-        CT_EXPECT(!ct_avg_pool2d(x, CT_PAIR(2, 2), NULL, CT_PAIR(2, 2), false, true, 0));
+        CT_EXPECT(!ct_avg_pool2d(x, CT_PAIR(2, 2), .padding = {2, 2}));
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "avg_pool2d: pad should be at most half of kernel size");
-        CT_EXPECT(!ct_avg_pool2d(ct_zeros(CT_SHAPE(5)), CT_PAIR(2, 2), NULL, NULL, false, true, 0));
+        CT_EXPECT(!ct_avg_pool2d(ct_zeros(CT_SHAPE(5)), CT_PAIR(2, 2)));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "avg_pool2d: non-empty 3D or 4D");
         CT_EXPECT(!ct_adaptive_avg_pool2d(ct_zeros(CT_SHAPE(5, 5)), CT_PAIR(2, 2)));
         CT_EXPECT_ERROR(CT_ERR_SHAPE, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [5, 5]");
@@ -425,8 +432,8 @@ static void test_pool_errors(void) {
                                            CT_SHAPE(2, 3, 5, 5), &p));
         CT_EXPECT_ERROR(CT_ERR_DTYPE, "\"avg_pool2d_backward\" not implemented for 'Int'");
         /* NULL inputs propagate without a new error */
-        CT_EXPECT(!ct_max_pool2d(NULL, CT_PAIR(2, 2), NULL, NULL, NULL, false));
-        CT_EXPECT(!ct_avg_pool2d(NULL, CT_PAIR(2, 2), NULL, NULL, false, true, 0));
+        CT_EXPECT(!ct_max_pool2d(NULL, CT_PAIR(2, 2)));
+        CT_EXPECT(!ct_avg_pool2d(NULL, CT_PAIR(2, 2)));
         CT_EXPECT(!ct_adaptive_avg_pool2d(NULL, CT_PAIR(2, 2)));
         CT_EXPECT_INT_EQ(ct_last_status(), CT_OK);
     }

@@ -166,8 +166,8 @@ static void test_clip_grad_norm(void) {
     ct_module *m = ct_nn_linear(2, 1, true);
     ct_tensor *w = ct_module_param(m, "weight"), *b = ct_module_param(m, "bias");
     CT_SCOPE {
-        ct_set_grad(w, ct_tensor_from(((double[]){3, 0}), CT_FLOAT64, CT_SHAPE(1, 2), .dtype = CT_FLOAT32));
-        ct_set_grad(b, ct_tensor_from(((double[]){4}), CT_FLOAT64, CT_SHAPE(1), .dtype = CT_FLOAT32));
+        ct_set_grad(w, ct_tensor_from((double[]){3, 0}, CT_FLOAT64, CT_SHAPE(1, 2), .dtype = CT_FLOAT32));
+        ct_set_grad(b, ct_tensor_from((double[]){4}, CT_FLOAT64, CT_SHAPE(1), .dtype = CT_FLOAT32));
         double norm = 0;
         CT_EXPECT_INT_EQ(ct_clip_grad_norm(m, 1.0, 2.0, &norm), CT_OK);
         CT_EXPECT_NEAR(norm, 5.0, 1e-6);
@@ -176,8 +176,8 @@ static void test_clip_grad_norm(void) {
     }
     /* the parameter-list form returns the norm as a 0-dim tensor in the gradients' dtype */
     CT_SCOPE {
-        ct_set_grad(w, ct_tensor_from(((double[]){3, 0}), CT_FLOAT64, CT_SHAPE(1, 2), .dtype = CT_FLOAT32));
-        ct_set_grad(b, ct_tensor_from(((double[]){4}), CT_FLOAT64, CT_SHAPE(1), .dtype = CT_FLOAT32));
+        ct_set_grad(w, ct_tensor_from((double[]){3, 0}, CT_FLOAT64, CT_SHAPE(1, 2), .dtype = CT_FLOAT32));
+        ct_set_grad(b, ct_tensor_from((double[]){4}, CT_FLOAT64, CT_SHAPE(1), .dtype = CT_FLOAT32));
         ct_tensor *params[2] = {w, b};
         ct_tensor *norm = ct_clip_grad_norm_params(params, 2, 1.0, 2.0);
         CT_EXPECT(norm && ct_ndim(norm) == 0 && ct_dtype_of(norm) == CT_FLOAT32);

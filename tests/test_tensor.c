@@ -515,7 +515,7 @@ static void test_copy_broadcast(void) {
     CT_EXPECT_INT_EQ(ct_copy_(dst, row), CT_OK);
     EXPECT_VALUES(dst, 6, 1, 2, 3, 1, 2, 3);
     CT_EXPECT_INT_EQ(ct_dtype_of(dst), CT_FLOAT32);
-    ct_tensor *col = ct_tensor_from(((double[]){-1.5, 2.5}), CT_FLOAT64, CT_SHAPE(2, 1));
+    ct_tensor *col = ct_tensor_from((double[]){-1.5, 2.5}, CT_FLOAT64, CT_SHAPE(2, 1));
     CT_EXPECT_INT_EQ(ct_copy_(dst, col), CT_OK);
     EXPECT_VALUES(dst, 6, -1.5, -1.5, -1.5, 2.5, 2.5, 2.5);
     CT_EXPECT_INT_EQ(ct_copy_(dst, ct_scalar_tensor(8, .dtype = CT_INT32)), CT_OK);
@@ -611,6 +611,25 @@ static void test_host_copies(void) {
     ct_scope_end();
 }
 
+/* torch.tensor([[1, 2], [3, 4]]): a compound literal goes straight into
+ * ct_tensor_from (its commas need no extra parentheses), options after it. */
+static void test_tensor_from_literal(void) {
+    CT_SCOPE {
+        ct_tensor *a = ct_tensor_from((float[]){1, 2, 3, 4}, CT_FLOAT32, CT_SHAPE(2, 2));
+        CT_EXPECT(a && ct_dtype_of(a) == CT_FLOAT32 && ct_ndim(a) == 2 && ct_size(a, 1) == 2);
+        EXPECT_VALUES(a, 4, 1, 2, 3, 4);
+        ct_tensor *b = ct_tensor_from((int64_t[]){7, -8, 9}, CT_INT64, CT_SHAPE(3), .dtype = CT_FLOAT64,
+                                      .requires_grad = true);
+        CT_EXPECT(b && ct_dtype_of(b) == CT_FLOAT64 && ct_requires_grad(b));
+        EXPECT_VALUES(b, 3, 7, -8, 9);
+        ct_tensor *c = ct_tensor_from(&(double){2.5}, CT_FLOAT64, CT_SHAPE0);
+        CT_EXPECT(c && ct_ndim(c) == 0 && ct_item(c) == 2.5);
+        CT_EXPECT(ct_tensor_from((float[]){1, 2}, CT_FLOAT32, CT_SHAPE(2), .device = ct_device_cuda(99)) == NULL);
+        CT_EXPECT(ct_last_status() == CT_ERR_DEVICE);
+        ct_clear_error();
+    }
+}
+
 /* A NULL input returns NULL and leaves the last error as it was. */
 static void test_null_inputs_propagate(void) {
     ct_scope_begin();
@@ -650,6 +669,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_copy_errors);
     CT_RUN(test_fill_and_zero);
     CT_RUN(test_host_copies);
+    CT_RUN(test_tensor_from_literal);
     CT_RUN(test_null_inputs_propagate);
     return ct_test_finish();
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "device.h"
+#include "functional_loss.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -128,6 +129,35 @@ CT_API ct_module *ct_nn_dropout(double p);
 CT_API ct_module *ct_nn_maxpool2d(int64_t kernel, int64_t stride, int64_t padding);
 CT_API ct_module *ct_nn_avgpool2d(int64_t kernel, int64_t stride, int64_t padding);
 CT_API ct_module *ct_nn_adaptive_avgpool2d(int64_t out_h, int64_t out_w);
+
+/* ---- losses (criterions) ----
+ * nn.CrossEntropyLoss, nn.MSELoss, nn.NLLLoss and nn.BCEWithLogitsLoss,
+ * with the options of the functional losses (ct_loss_opts,
+ * ctorch/functional_loss.h), given once when the criterion is made:
+ *
+ *     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
+ *  -> ct_module *criterion = ct_nn_cross_entropy_loss(.label_smoothing = 0.1);
+ *     loss = criterion(model(x), y)
+ *  -> ct_tensor *loss = ct_loss(criterion, ct_forward(model, x), y);
+ *
+ * A weight (and BCEWithLogitsLoss's pos_weight) becomes the buffer "weight"
+ * ("pos_weight"), as PyTorch registers it: it moves with ct_module_to and
+ * is in the state_dict. The buffer is a new handle on the tensor's data (a
+ * detached one: ct_module_to moves the module's handle, not yours). Each
+ * criterion refuses the options its loss does not take. */
+#define ct_nn_cross_entropy_loss(...) ct_nn_cross_entropy_loss_opts(CT_LOSS_OPTS(__VA_ARGS__))
+#define ct_nn_mse_loss(...) ct_nn_mse_loss_opts(CT_LOSS_OPTS(__VA_ARGS__))
+#define ct_nn_nll_loss(...) ct_nn_nll_loss_opts(CT_LOSS_OPTS(__VA_ARGS__))
+#define ct_nn_bce_with_logits_loss(...) ct_nn_bce_with_logits_loss_opts(CT_LOSS_OPTS(__VA_ARGS__))
+CT_API ct_module *ct_nn_cross_entropy_loss_opts(ct_loss_opts o);
+CT_API ct_module *ct_nn_mse_loss_opts(ct_loss_opts o);
+CT_API ct_module *ct_nn_nll_loss_opts(ct_loss_opts o);
+CT_API ct_module *ct_nn_bce_with_logits_loss_opts(ct_loss_opts o);
+/* criterion(input, target): the loss of a criterion above, computed by its
+ * functional with the criterion's options and buffers (exactly the same
+ * values and gradients). A criterion takes two tensors, so ct_forward on it
+ * fails and points here; ct_loss on any other module fails too. */
+CT_API ct_tensor *ct_loss(ct_module *criterion, const ct_tensor *input, const ct_tensor *target);
 
 /* ---- state_dict and checkpoints (ctorch/io.h) ---- */
 struct ct_tensor_dict;

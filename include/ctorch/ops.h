@@ -96,6 +96,42 @@ CT_API ct_tensor *ct_clamp(const ct_tensor *a, double lo, double hi);
 /* cond ? a : b, broadcasting all three; cond must be bool. */
 CT_API ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
 
+/* ---- in place (x.add_(y)) and out= forms (torch.add(a, b, out=c)) ---------
+ * Write into an existing tensor and return CT_OK or an error (docs/training.md,
+ * "In-place ops and out="). As in PyTorch:
+ *  - other broadcasts to self's shape; the result's dtype must be castable to
+ *    self's ("result type Float can't be cast to the desired output type
+ *    Long"); an expanded self, or an input that partly overlaps it, is refused;
+ *  - every write bumps the version counter of self's memory: a value saved
+ *    for backward that was changed since makes backward fail with "one of the
+ *    variables needed for gradient computation has been modified by an
+ *    inplace operation";
+ *  - in grad mode the op is recorded (self's grad_fn becomes e.g.
+ *    MulBackward0), a leaf that requires grad is refused (change parameters
+ *    under CT_NO_GRAD), and so is a tensor sharing memory with a view that has
+ *    autograd history (ctorch does not rebase views' history).
+ * out= forms never record: an argument that requires grad in grad mode is
+ * refused. An out with zero elements is resized to the result's shape; one
+ * with elements must already have it. out may be one of the inputs. */
+CT_API ct_status ct_add_(ct_tensor *self, const ct_tensor *other);
+CT_API ct_status ct_sub_(ct_tensor *self, const ct_tensor *other);
+CT_API ct_status ct_mul_(ct_tensor *self, const ct_tensor *other);
+CT_API ct_status ct_div_(ct_tensor *self, const ct_tensor *other);
+/* self.add_(other, alpha=alpha) */
+CT_API ct_status ct_add_scaled_(ct_tensor *self, const ct_tensor *other, double alpha);
+CT_API ct_status ct_add_scalar_(ct_tensor *self, double s);
+CT_API ct_status ct_sub_scalar_(ct_tensor *self, double s);
+CT_API ct_status ct_mul_scalar_(ct_tensor *self, double s);
+CT_API ct_status ct_div_scalar_(ct_tensor *self, double s);
+CT_API ct_status ct_relu_(ct_tensor *self);
+/* NAN for a missing bound, as ct_clamp. */
+CT_API ct_status ct_clamp_(ct_tensor *self, double lo, double hi);
+CT_API ct_status ct_add_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_status ct_sub_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_status ct_mul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_status ct_div_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
+CT_API ct_status ct_clamp_out(ct_tensor *out, const ct_tensor *a, double lo, double hi);
+
 /* ---- reductions ----------------------------------------------------------
  * `dims`/`ndims` list the dimensions to reduce (negative allowed); ndims 0
  * reduces over all. keepdim keeps reduced dims with size 1. Integer and bool

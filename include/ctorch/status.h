@@ -5,9 +5,20 @@
  *   - functions returning a pointer (ct_tensor *, …) return NULL,
  *   - functions returning ct_status return a non-zero code,
  * and store a message on the calling thread that names the operation and the
- * values involved (read it with ct_last_error()). Tensor-returning ops accept
- * NULL inputs and return NULL without touching the stored message, so a chain
- * such as ct_relu(ct_add(a, b)) fails cleanly and reports the first error.
+ * values involved (read it with ct_last_error()).
+ *
+ * The first error is the one reported. A NULL object argument — a tensor,
+ * module, optimizer, scheduler, dataset, sampler, dataloader or iterator,
+ * transform, tensor dict, stream, event or summary writer, or one in an
+ * array of them — is usually what a failed call returned, so a call that
+ * receives one fails (or answers a neutral value) and keeps the error
+ * already stored: ct_relu(ct_add(a, b)) reports add's failure, and
+ * ct_step(ct_sgd(ct_nn_linear(-1, 2, true), o)) reports Linear's. With no
+ * error pending it records its own ("step: NULL optimizer"), except that
+ * tensor-returning ops record nothing. A NULL plain argument (a path, an
+ * output pointer, a FILE *, the caller's buffer) always records its own
+ * error. Calls documented to accept NULL (ct_release, ct_numel, the *_free
+ * functions, …) stay quiet.
  *
  * The library never aborts or exits on bad input or runtime failure. An
  * optional handler (ct_set_error_handler) is called for every error as it is

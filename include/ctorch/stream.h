@@ -41,7 +41,8 @@ CT_API ct_stream *ct_default_stream(ct_device dev);  /* borrowed */
 CT_API ct_stream *ct_current_stream(ct_device dev);  /* borrowed */
 /* torch.cuda.set_stream: makes s current for its device on this thread. */
 CT_API ct_status ct_set_stream(ct_stream *s);
-/* A NULL stream gives cpu / 0 / true (query) and records CT_ERR_INVALID_ARG. */
+/* A NULL stream gives cpu / 0 / true (query) and keeps the pending error
+ * (ctorch/status.h), or records CT_ERR_INVALID_ARG when there is none. */
 CT_API ct_device ct_stream_device(const ct_stream *s);
 CT_API int ct_stream_priority(const ct_stream *s);
 CT_API void ct_stream_priority_range(ct_device_type type, int *least, int *greatest);

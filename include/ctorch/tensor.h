@@ -163,8 +163,23 @@ CT_API ct_tensor *ct_eye_opts(int64_t n, int64_t m, ct_opts o);
 /* Copy numel(shape) elements of dtype `src_dtype` from a C array. The result
  * has dtype o.dtype (or src_dtype when o.dtype is DEFAULT) and o.device. */
 CT_API ct_tensor *ct_from_data(const void *data, ct_dtype src_dtype, ct_shape shape, ct_opts o);
-#define ct_tensor_from(data, src_dtype, shape, ...) \
-    ct_from_data((data), (src_dtype), (shape), CT_OPTS(__VA_ARGS__))
+/* torch.tensor(values), from a C array or a compound literal, with the
+ * creation options after it:
+ *   ct_tensor_from((float[]){1, 2, 3, 4}, CT_FLOAT32, CT_SHAPE(2, 2))
+ *   ct_tensor_from(buf, CT_FLOAT64, CT_SHAPE(n), .dtype = CT_FLOAT32, .device = dev)
+ * The arguments become one struct initialiser (ct_from_args), which is why
+ * the commas inside a compound literal need no extra parentheses. */
+typedef struct ct_from_args {
+    const void *data;
+    ct_dtype src_dtype;
+    ct_shape shape;
+    ct_dtype dtype;      /* the ct_opts fields, by the same names */
+    ct_device device;
+    bool requires_grad;
+    int reserved_;       /* set by the macro; leave it */
+} ct_from_args;
+CT_API ct_tensor *ct_tensor_from_args(ct_from_args a);
+#define ct_tensor_from(...) ct_tensor_from_args((ct_from_args){__VA_ARGS__, .reserved_ = 0})
 /* Same shape/dtype/device as t, like torch.*_like. */
 CT_API ct_tensor *ct_empty_like(const ct_tensor *t);
 CT_API ct_tensor *ct_zeros_like(const ct_tensor *t);
@@ -215,7 +230,9 @@ CT_API ct_tensor *ct_to_device_nb(const ct_tensor *t, ct_device device, bool non
  * PyTorch, copying a tensor onto itself does nothing, and these are refused
  * (CT_ERR_INVALID_ARG, "unsupported operation: ... Please clone() the
  * tensor before performing the operation."): a dst whose elements share
- * memory (an expanded view), and a src that partly overlaps dst. */
+ * memory (an expanded view), and a src that partly overlaps dst. In grad
+ * mode dst takes src's history (CopyBackwards); copy_, fill_ and zero_
+ * follow the in-place rules of ctorch/ops.h (versions, leaves, views). */
 CT_API ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src);
 CT_API ct_status ct_fill_(ct_tensor *t, double value);
 CT_API ct_status ct_zero_(ct_tensor *t);

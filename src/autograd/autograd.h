@@ -49,6 +49,8 @@ struct ct_node {
     ct_tensor *leaf[CT_NODE_MAX_INPUTS];   /* input i if it is a leaf that requires grad */
     ct_input_meta in[CT_NODE_MAX_INPUTS];
     ct_tensor *saved[CT_NODE_MAX_SAVED];   /* detached views */
+    unsigned saved_version[CT_NODE_MAX_SAVED]; /* their storage's version when saved */
+    const char *saved_from[CT_NODE_MAX_SAVED]; /* the node that made each (NULL: a leaf) */
     bool freed;                            /* saved values released by backward */
     /* op parameters for the backward formula */
     int op;
@@ -71,8 +73,18 @@ bool cta_needs_grad(const ct_tensor *const *inputs, int n);
 ct_node *cta_record(ct_tensor *out, const char *name, ct_backward_fn fn, const ct_tensor *const *inputs, int n);
 /* Save a detached view of t in the node (slot i). */
 ct_status cta_save(ct_node *n, int i, const ct_tensor *t);
-/* A saved value, or NULL with the "backward a second time" error. */
+/* A saved value, or NULL with the "backward a second time" error, or with
+ * PyTorch's "modified by an inplace operation" error when an in-place op
+ * changed it after it was saved. */
 const ct_tensor *cta_saved(ct_node *n, int i);
+/* Replace every saved value of n that lives in storage s by a copy of it,
+ * so that an in-place op about to write s leaves n's values intact. */
+ct_status cta_unshare_saved(ct_node *n, const ct_storage *s);
+/* Make every saved value of n that lives in storage `from` (an in-place
+ * op's result, just written into t) a view of t at t's current version: as
+ * in PyTorch, the op saved its output, which is t, and a later write to t
+ * must be noticed. */
+ct_status cta_resave_as(ct_node *n, const ct_storage *from, const ct_tensor *t);
 
 void cta_node_release(ct_node *n);
 

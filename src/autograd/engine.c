@@ -67,7 +67,39 @@ ct_node *cta_record(ct_tensor *out, const char *name, ct_backward_fn fn, const c
 ct_status cta_save(ct_node *n, int i, const ct_tensor *t) {
     CT_ASSERT(i < CT_NODE_MAX_SAVED && !n->saved[i]);
     n->saved[i] = ct_tensor_view_of(t, t->shape, t->strides, t->ndim, t->offset);
-    return n->saved[i] ? CT_OK : ct_last_status();
+    if (!n->saved[i]) return ct_last_status();
+    n->saved_version[i] = ct_tensor_version(t);
+    n->saved_from[i] = t->grad_fn ? t->grad_fn->name : NULL;
+    return CT_OK;
+}
+
+/* "torch.FloatTensor" / "torch.cuda.FloatTensor": the legacy type names
+ * PyTorch's messages use. */
+static const char *legacy_type_name(const ct_tensor *t, char *buf, size_t size) {
+    ct_device d = t->storage->device;
+    if (d.type == CT_DEVICE_CPU) snprintf(buf, size, "torch.%sTensor", cti_scalar_type_name(t->dtype));
+    else snprintf(buf, size, "torch.%s.%sTensor", ct_device_type_name(d.type), cti_scalar_type_name(t->dtype));
+    return buf;
+}
+
+/* PyTorch names the producing node without its "Backward<N>" suffix here. */
+static int node_stem_length(const char *name) {
+    const char *b = strstr(name, "Backward");
+    return b ? (int)(b - name) : (int)strlen(name);
+}
+
+static void modified_error(const ct_node *n, int i) {
+    const ct_tensor *t = n->saved[i];
+    char type[64], shape[CT_SHAPE_STR_MAX], from[160] = "";
+    if (n->saved_from[i])
+        snprintf(from, sizeof from, ", which is output 0 of %.*s,", node_stem_length(n->saved_from[i]),
+                 n->saved_from[i]);
+    ct_error_set(CT_ERR_STATE,
+                 "one of the variables needed for gradient computation has been modified by an inplace "
+                 "operation: [%s %s]%s is at version %u; expected version %u instead (needed by %s). Hint: "
+                 "compute the value out of place, or clone() it before the in-place op.",
+                 legacy_type_name(t, type, sizeof type), ct_shape_str(t->shape, t->ndim, shape, sizeof shape),
+                 from, ct_tensor_version(t), n->saved_version[i], n->name);
 }
 
 const ct_tensor *cta_saved(ct_node *n, int i) {
@@ -79,7 +111,37 @@ const ct_tensor *cta_saved(ct_node *n, int i) {
                      "time (%s).", n->name);
         return NULL;
     }
+    if (n->saved[i] && ct_tensor_version(n->saved[i]) != n->saved_version[i]) {
+        modified_error(n, i);
+        return NULL;
+    }
     return n->saved[i];
+}
+
+ct_status cta_resave_as(ct_node *n, const ct_storage *from, const ct_tensor *t) {
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
+        ct_tensor *old = n->saved[i];
+        if (!old || old->storage != from) continue;
+        ct_tensor *v = ct_tensor_view_of(t, t->shape, t->strides, t->ndim, t->offset);
+        if (!v) return ct_last_status();
+        ct_decref(old);
+        n->saved[i] = v;
+        n->saved_version[i] = ct_tensor_version(t);
+    }
+    return CT_OK;
+}
+
+ct_status cta_unshare_saved(ct_node *n, const ct_storage *s) {
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
+        ct_tensor *t = n->saved[i];
+        if (!t || t->storage != s) continue;
+        ct_tensor *copy = cti_clone(t);
+        if (!copy) return ct_last_status();
+        ct_decref(t);
+        n->saved[i] = copy;
+        n->saved_version[i] = ct_tensor_version(copy);
+    }
+    return CT_OK;
 }
 
 static void free_saved(ct_node *n) {
@@ -121,7 +183,7 @@ void cta_node_release(ct_node *root) {
 /* ---- leaf properties ----------------------------------------------------------- */
 
 ct_status ct_set_requires_grad(ct_tensor *t, bool flag) {
-    CT_CHECK_STATUS(t != NULL, CT_ERR_INVALID_ARG, "requires_grad_: NULL tensor");
+    CT_CHECK_OBJ_STATUS(t, "requires_grad_: NULL tensor");
     CT_CHECK_STATUS(!t->grad_fn, CT_ERR_STATE,
                     "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                     "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
@@ -141,7 +203,7 @@ ct_tensor *ct_grad(const ct_tensor *t) {
 }
 
 ct_status ct_set_grad(ct_tensor *t, const ct_tensor *grad) {
-    CT_CHECK_STATUS(t != NULL, CT_ERR_INVALID_ARG, "set_grad: NULL tensor");
+    CT_CHECK_OBJ_STATUS(t, "set_grad: NULL tensor");
     if (grad) {
         char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
         CT_CHECK_STATUS(grad->ndim == t->ndim && !memcmp(grad->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim),

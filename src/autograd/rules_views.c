@@ -21,6 +21,8 @@ static ct_tensor *record1(ct_tensor *out, const ct_tensor *in, const char *name,
                           ct_node **node) {
     const ct_tensor *ins[1] = {in};
     *node = NULL;
+    if (out && out != in && in->requires_grad && out->storage == in->storage)
+        atomic_store(&out->storage->autograd_view, true); /* see ct_storage.autograd_view */
     if (!out || out == in || !ct_dtype_is_floating(out->dtype) || !cta_needs_grad(ins, 1)) return out;
     *node = cta_record(out, name, fn, ins, 1);
     return *node ? out : NULL;

@@ -159,7 +159,7 @@ ct_tensor *cti_scalar(double v, ct_dtype dt, ct_device dev) { return cti_full(NU
 
 ct_tensor *cti_full(const int64_t *shape, int ndim, double v, ct_dtype dt, ct_device dev) {
     ct_tensor *t = ct_tensor_alloc(shape, ndim, dt, dev);
-    if (t && ct_fill_(t, v) != CT_OK) {
+    if (t && cti_fill(t, v) != CT_OK) {
         ct_decref(t);
         return NULL;
     }
@@ -302,33 +302,29 @@ static bool same_data(const ct_tensor *a, const ct_tensor *b) {
            memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
-/* Tensor.copy_: a copy onto itself is a no-op; otherwise PyTorch refuses a
- * destination whose elements share memory (an expanded view) and a source
- * that partly overlaps the destination. */
-ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) {
-    if (!dst || !src) return cti_copy(dst, src);
-    if (dst == src || same_data(dst, src)) return CT_OK;
+ct_status cti_check_write(const char *op, const ct_tensor *dst, const ct_tensor *src) {
     CT_CHECK_STATUS(!has_internal_overlap(dst), CT_ERR_INVALID_ARG,
-                    "copy_: unsupported operation: more than one element of the written-to tensor refers to a "
-                    "single memory location. Please clone() the tensor before performing the operation.");
-    CT_CHECK_STATUS(!partial_overlap(dst, src), CT_ERR_INVALID_ARG,
-                    "copy_: unsupported operation: some elements of the input tensor and the written-to tensor "
+                    "%s: unsupported operation: more than one element of the written-to tensor refers to a "
+                    "single memory location. Please clone() the tensor before performing the operation.", op);
+    CT_CHECK_STATUS(!src || !partial_overlap(dst, src), CT_ERR_INVALID_ARG,
+                    "%s: unsupported operation: some elements of the input tensor and the written-to tensor "
                     "refer to a single memory location. Please clone() the tensor before performing the "
-                    "operation.");
-    return cti_copy(dst, src);
+                    "operation.", op);
+    return CT_OK;
 }
 
-ct_status ct_fill_(ct_tensor *t, double value) {
+bool cti_same_data(const ct_tensor *a, const ct_tensor *b) { return a == b || same_data(a, b); }
+
+ct_status cti_fill(ct_tensor *t, double value) {
     if (!t) return ct_error_null_input("fill_");
     if (ct_shape_numel(t->shape, t->ndim) == 0) return CT_OK;
     ct_kview v = ct_kview_of(t);
     return CTI_BACKEND_CALL(t, fill, "fill_", &v, value);
 }
 
-ct_status ct_zero_(ct_tensor *t) { return ct_fill_(t, 0.0); }
-
 ct_status ct_copy_to_host(const ct_tensor *t, void *dst, ct_dtype dtype, int64_t numel) {
-    CT_CHECK_STATUS(t && dst, CT_ERR_INVALID_ARG, "copy_to_host: NULL argument");
+    CT_CHECK_OBJ_STATUS(t, "copy_to_host: NULL argument");
+    CT_CHECK_STATUS(dst != NULL, CT_ERR_INVALID_ARG, "copy_to_host: NULL argument");
     CT_CHECK_STATUS(ct_dtype_is_valid(dtype), CT_ERR_DTYPE, "copy_to_host: invalid dtype %d", (int)dtype);
     int64_t n = ct_shape_numel(t->shape, t->ndim);
     CT_CHECK_STATUS(numel == n, CT_ERR_SHAPE,
@@ -352,7 +348,8 @@ ct_status ct_copy_to_host(const ct_tensor *t, void *dst, ct_dtype dtype, int64_t
 }
 
 ct_status ct_copy_from_host(ct_tensor *t, const void *src, ct_dtype dtype, int64_t numel) {
-    CT_CHECK_STATUS(t && src, CT_ERR_INVALID_ARG, "copy_from_host: NULL argument");
+    CT_CHECK_OBJ_STATUS(t, "copy_from_host: NULL argument");
+    CT_CHECK_STATUS(src != NULL, CT_ERR_INVALID_ARG, "copy_from_host: NULL argument");
     CT_CHECK_STATUS(ct_dtype_is_valid(dtype), CT_ERR_DTYPE, "copy_from_host: invalid dtype %d", (int)dtype);
     int64_t n = ct_shape_numel(t->shape, t->ndim);
     CT_CHECK_STATUS(numel == n, CT_ERR_SHAPE,
@@ -369,7 +366,8 @@ ct_status ct_copy_from_host(ct_tensor *t, const void *src, ct_dtype dtype, int64
 }
 
 ct_status ct_item_checked(const ct_tensor *t, double *out) {
-    CT_CHECK_STATUS(t && out, CT_ERR_INVALID_ARG, "item: NULL argument");
+    CT_CHECK_OBJ_STATUS(t, "item: NULL argument");
+    CT_CHECK_STATUS(out != NULL, CT_ERR_INVALID_ARG, "item: NULL argument");
     int64_t n = ct_shape_numel(t->shape, t->ndim);
     CT_CHECK_STATUS(n == 1, CT_ERR_SHAPE, "item: a Tensor with %lld elements cannot be converted to Scalar",
                     (long long)n);

@@ -112,7 +112,7 @@ ct_tensor *ct_linspace_opts(double start, double end, int64_t steps, ct_opts o) 
     ct_status st = CTI_BACKEND_CALL(t, arange, "linspace", &v, start, step);
     if (st == CT_OK && steps > 1) { /* the last value is exactly `end` */
         ct_tensor *last = cti_narrow(t, 0, steps - 1, 1);
-        st = last ? ct_fill_(last, end) : ct_last_status();
+        st = last ? cti_fill(last, end) : ct_last_status();
         ct_decref(last);
     }
     if (st != CT_OK) {
@@ -131,7 +131,7 @@ ct_tensor *ct_eye_opts(int64_t n, int64_t m, ct_opts o) {
     if (t && k > 0) { /* k > 0: [n, m] has n * m elements, so m + 1 fits */
         int64_t stride = m + 1;
         ct_tensor *diag = cti_as_strided(t, &k, &stride, 1, 0);
-        ct_status st = diag ? ct_fill_(diag, 1.0) : ct_last_status();
+        ct_status st = diag ? cti_fill(diag, 1.0) : ct_last_status();
         ct_decref(diag);
         if (st != CT_OK) {
             ct_decref(t);
@@ -154,6 +154,11 @@ ct_tensor *ct_from_data(const void *data, ct_dtype src_dtype, ct_shape s, ct_opt
         return NULL;
     }
     return ct_track(with_grad_flag(t, o));
+}
+
+ct_tensor *ct_tensor_from_args(ct_from_args a) {
+    return ct_from_data(a.data, a.src_dtype, a.shape,
+                        (ct_opts){.dtype = a.dtype, .device = a.device, .requires_grad = a.requires_grad});
 }
 
 /* ---- *_like ---- */

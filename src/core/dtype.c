@@ -97,6 +97,25 @@ ct_dtype ct_get_default_dtype(void) { return g_default_dtype; }
 
 bool cti_is_whole(double v) { return isfinite(v) && v == floor(v); }
 
+bool cti_can_cast(ct_dtype from, ct_dtype to) {
+    if (ct_dtype_is_floating(from) && !ct_dtype_is_floating(to)) return false;
+    return from == CT_BOOL || to != CT_BOOL;
+}
+
+const char *cti_scalar_type_name(ct_dtype dt) {
+    switch (dt) {
+    case CT_FLOAT32: return "Float";
+    case CT_FLOAT64: return "Double";
+    case CT_FLOAT16: return "Half";
+    case CT_BFLOAT16: return "BFloat16";
+    case CT_INT32: return "Int";
+    case CT_INT64: return "Long";
+    case CT_UINT8: return "Byte";
+    case CT_BOOL: return "Bool";
+    default: return ct_dtype_name(dt);
+    }
+}
+
 /* torch.result_type: operands are grouped in tiers (dimensioned tensors,
  * then 0-dim tensors, then scalars). A lower tier only matters when it is of
  * a higher category than everything above it. */

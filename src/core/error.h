@@ -46,6 +46,27 @@ ct_status ct_error_null_input(const char *op);
 #define CT_CHECK_NULL(cond, code, ...) CT_CHECK_RET(cond, NULL, code, __VA_ARGS__)
 #define CT_CHECK_STATUS(cond, code, ...) CT_CHECK_RET(cond, (code), code, __VA_ARGS__)
 
+/* A NULL object argument (a tensor, module, optimizer, scheduler, dataset,
+ * sampler, dataloader or its iterator, transform, tensor dict, stream,
+ * event, summary writer): what a ctorch call returns when it failed, so the
+ * error already recorded is the one the user needs and must not be replaced
+ * (ct_step(ct_sgd(NULL, …)) reports why the model was NULL). With no error
+ * recorded it is a plain NULL argument: CT_ERR_INVALID_ARG with the message.
+ * Plain pointers (paths, output pointers, the caller's buffers) use
+ * CT_CHECK_* and always record their own error. CT_CHECK_OBJ returns ret;
+ * CT_CHECK_OBJ_STATUS returns the code of the error that stands. */
+#define CT_CHECK_OBJ(obj, ret, ...)                                \
+    do {                                                           \
+        if (!(obj)) {                                              \
+            (void)ct_error_pending_or(CT_ERR_INVALID_ARG, __VA_ARGS__); \
+            return ret;                                            \
+        }                                                          \
+    } while (0)
+#define CT_CHECK_OBJ_STATUS(obj, ...)                                       \
+    do {                                                                    \
+        if (!(obj)) return ct_error_pending_or(CT_ERR_INVALID_ARG, __VA_ARGS__); \
+    } while (0)
+
 /* Propagate a failing ct_status. */
 #define CT_TRY(expr)                       \
     do {                                   \

@@ -29,6 +29,11 @@ ct_dtype cti_result_type_scalar(const ct_tensor *a, bool is_float);
 ct_dtype cti_resolve_dtype(ct_dtype dt);
 /* int64 or float of the default kind for a double scalar. */
 bool cti_is_whole(double v);
+/* torch.can_cast: may a result of dtype `from` be written into a tensor of
+ * dtype `to`? (not floating to integral, nor anything else to bool) */
+bool cti_can_cast(ct_dtype from, ct_dtype to);
+/* PyTorch's ScalarType name ("Float", "Long"), as its messages print it. */
+const char *cti_scalar_type_name(ct_dtype dt);
 
 /* ---- creation and conversion (tensor.c, creation.c, copy.c) ---- */
 ct_tensor *cti_empty(const int64_t *shape, int ndim, ct_dtype dt, ct_device dev);
@@ -46,6 +51,14 @@ ct_tensor *cti_clone(const ct_tensor *t);
 ct_tensor *cti_to_device(const ct_tensor *t, ct_device dev);
 /* dst[...] = src broadcast to dst's shape (dtype converted, any devices). */
 ct_status cti_copy(ct_tensor *dst, const ct_tensor *src);
+/* Every element of t = value (no autograd, no version bump). */
+ct_status cti_fill(ct_tensor *t, double value);
+/* PyTorch's aliasing rules for writing into dst, reading src (may be
+ * NULL): dst must not have elements sharing memory (an expanded view), and
+ * src must not partly overlap it (MemOverlap.cpp). Errors name op. */
+ct_status cti_check_write(const char *op, const ct_tensor *dst, const ct_tensor *src);
+/* a and b are the same elements (same storage, offset, shape, strides, dtype). */
+bool cti_same_data(const ct_tensor *a, const ct_tensor *b);
 
 /* ---- views (view.c); all share storage ---- */
 ct_tensor *cti_view(const ct_tensor *t, const int64_t *shape, int ndim);     /* -1 allowed */
@@ -66,6 +79,18 @@ ct_tensor *cti_as_strided(const ct_tensor *t, const int64_t *shape, const int64_
 ct_tensor *cti_unary(ct_unary_op op, const ct_tensor *a, double p0, double p1);
 ct_tensor *cti_binary(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha);
 ct_tensor *cti_binary_scalar(ct_binary_op op, const ct_tensor *a, double s);
+/* The same ops written into out (in-place ops, out= forms): out must have
+ * the result's shape and a dtype the result can be cast to (errors, named
+ * by `name`, say so as PyTorch does); written directly when its dtype is the
+ * result's. No autograd, no aliasing checks: callers do those. */
+ct_status cti_unary_into(const char *name, ct_unary_op op, ct_tensor *out, const ct_tensor *a, double p0,
+                         double p1);
+ct_status cti_binary_into(const char *name, ct_binary_op op, ct_tensor *out, const ct_tensor *a,
+                          const ct_tensor *b, double alpha);
+ct_status cti_binary_scalar_into(const char *name, ct_binary_op op, ct_tensor *out, const ct_tensor *a,
+                                 double s);
+/* The shape and dtype rule of writing a result (shape, dtype) into out. */
+ct_status cti_check_into(const char *op, const ct_tensor *out, const int64_t *shape, int ndim, ct_dtype result);
 ct_tensor *cti_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
 ct_tensor *cti_reduce(ct_reduce_op op, const ct_tensor *a, const int *dims, int ndims,
                       bool keepdim, double param);

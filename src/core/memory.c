@@ -112,6 +112,8 @@ static ct_storage *storage_header(ct_device dev, const ct_backend *b, size_t nby
     s->backend = b;
     s->nbytes = nbytes;
     atomic_init(&s->refcount, 1);
+    atomic_init(&s->version, 0u);
+    atomic_init(&s->autograd_view, false);
     return s;
 }
 
@@ -160,7 +162,7 @@ void ct_storage_release(ct_storage *s) {
 }
 
 ct_status ct_record_stream(const ct_tensor *t, ct_stream *s) {
-    CT_CHECK_STATUS(t && s, CT_ERR_INVALID_ARG, "record_stream: NULL argument");
+    CT_CHECK_OBJ_STATUS(t && s, "record_stream: NULL argument");
     ct_storage *st = t->storage;
     if (st->pinned) {
         ct_host_cache_record_stream(pinned_cache(false), st->data, s);

@@ -432,17 +432,11 @@ static char *tensor_repr_alloc(const ct_tensor *t, size_t *len) {
     return sb.data;
 }
 
-/* A NULL tensor carries the error of the call that produced it; a NULL
- * passed by hand gets one of its own. */
-static ct_status null_tensor_status(void) {
-    if (ct_last_status() != CT_OK) return ct_last_status();
-    return ct_error_set(CT_ERR_INVALID_ARG, "print: the tensor is NULL");
-}
-
 /* Like Python's print(t): the repr and a newline. */
 ct_status ct_fprint(FILE *f, const ct_tensor *t) {
+    /* a NULL tensor carries the error of the call that produced it */
+    CT_CHECK_OBJ_STATUS(t, "print: the tensor is NULL");
     CT_CHECK_STATUS(f != NULL, CT_ERR_INVALID_ARG, "print: the FILE pointer is NULL");
-    if (!t) return null_tensor_status();
     size_t len = 0;
     char *text = tensor_repr_alloc(t, &len);
     if (!text) return ct_last_status();
@@ -455,12 +449,9 @@ ct_status ct_fprint(FILE *f, const ct_tensor *t) {
 ct_status ct_print(const ct_tensor *t) { return ct_fprint(stdout, t); }
 
 int ct_snprint(char *buf, size_t size, const ct_tensor *t) {
+    CT_CHECK_OBJ(t, -1, "print: the tensor is NULL");
     CT_CHECK_RET(buf != NULL || size == 0, -1, CT_ERR_INVALID_ARG,
                  "snprint: buf is NULL but size is %zu", size);
-    if (!t) {
-        null_tensor_status();
-        return -1;
-    }
     size_t len = 0;
     char *text = tensor_repr_alloc(t, &len);
     if (!text) return -1;

@@ -137,21 +137,22 @@ void ct_stream_destroy(ct_stream *s) {
 }
 
 ct_status ct_set_stream(ct_stream *s) {
-    CT_CHECK_STATUS(s != NULL, CT_ERR_INVALID_ARG, "set_stream: NULL stream");
+    CT_CHECK_OBJ_STATUS(s, "set_stream: NULL stream");
     CT_CHECK_STATUS(!s->destroyed, CT_ERR_STATE, "set_stream: the stream was destroyed");
     tl_current[s->device.type][s->device.index] = s->is_default ? NULL : s;
     /* torch.cuda.set_stream also makes the stream's device current */
     return ct_set_device(s->device);
 }
 
-/* Getters of a NULL stream answer the CPU / priority 0, and say why. */
+/* Getters of a NULL stream answer the CPU / priority 0, and say why (or
+ * keep the error of the call that failed to make it). */
 ct_device ct_stream_device(const ct_stream *s) {
-    if (!s) ct_error_set(CT_ERR_INVALID_ARG, "stream_device: NULL stream");
-    return s ? s->device : ct_device_cpu();
+    CT_CHECK_OBJ(s, ct_device_cpu(), "stream_device: NULL stream");
+    return s->device;
 }
 int ct_stream_priority(const ct_stream *s) {
-    if (!s) ct_error_set(CT_ERR_INVALID_ARG, "stream_priority: NULL stream");
-    return s ? s->priority : 0;
+    CT_CHECK_OBJ(s, 0, "stream_priority: NULL stream");
+    return s->priority;
 }
 
 void ct_stream_priority_range(ct_device_type type, int *least, int *greatest) {
@@ -163,24 +164,24 @@ void ct_stream_priority_range(ct_device_type type, int *least, int *greatest) {
 }
 
 ct_status ct_stream_synchronize(ct_stream *s) {
-    CT_CHECK_STATUS(s != NULL, CT_ERR_INVALID_ARG, "stream_synchronize: NULL stream");
+    CT_CHECK_OBJ_STATUS(s, "stream_synchronize: NULL stream");
     return s->handle ? s->backend->stream_synchronize(s->device.index, s->handle) : CT_OK;
 }
 
 bool ct_stream_query(ct_stream *s) {
     bool done = true;
-    if (!s) ct_error_set(CT_ERR_INVALID_ARG, "stream_query: NULL stream");
-    if (s && s->handle && s->backend->stream_query(s->device.index, s->handle, &done) != CT_OK) return false;
+    CT_CHECK_OBJ(s, true, "stream_query: NULL stream");
+    if (s->handle && s->backend->stream_query(s->device.index, s->handle, &done) != CT_OK) return false;
     return done;
 }
 
 ct_status ct_stream_wait_event(ct_stream *s, ct_event *e) {
-    CT_CHECK_STATUS(s != NULL, CT_ERR_INVALID_ARG, "stream_wait_event: NULL stream");
+    CT_CHECK_OBJ_STATUS(s, "stream_wait_event: NULL stream");
     return ct_event_wait(e, s);
 }
 
 ct_status ct_stream_wait_stream(ct_stream *s, ct_stream *other) {
-    CT_CHECK_STATUS(s && other, CT_ERR_INVALID_ARG, "wait_stream: NULL stream");
+    CT_CHECK_OBJ_STATUS(s && other, "wait_stream: NULL stream");
     if (s == other || !other->handle) return CT_OK;
     ct_event *e = ct_event_create();
     if (!e) return ct_last_status();
@@ -221,7 +222,7 @@ void ct_event_destroy(ct_event *e) {
 }
 
 ct_status ct_event_record(ct_event *e, ct_stream *s) {
-    CT_CHECK_STATUS(e != NULL, CT_ERR_INVALID_ARG, "event_record: NULL event");
+    CT_CHECK_OBJ_STATUS(e, "event_record: NULL event");
     if (!s) {
         s = cti_current_stream(e->recorded ? e->device : ct_device_cpu());
         if (!s) return ct_last_status();
@@ -243,20 +244,20 @@ ct_status ct_event_record(ct_event *e, ct_stream *s) {
 }
 
 bool ct_event_query(ct_event *e) {
-    if (!e) ct_error_set(CT_ERR_INVALID_ARG, "event_query: NULL event");
-    if (!e || !e->handle) return true;
+    CT_CHECK_OBJ(e, true, "event_query: NULL event");
+    if (!e->handle) return true;
     bool done = true;
     if (e->backend->event_query(e->device.index, e->handle, &done) != CT_OK) return false;
     return done;
 }
 
 ct_status ct_event_synchronize(ct_event *e) {
-    CT_CHECK_STATUS(e != NULL, CT_ERR_INVALID_ARG, "event_synchronize: NULL event");
+    CT_CHECK_OBJ_STATUS(e, "event_synchronize: NULL event");
     return e->handle ? e->backend->event_synchronize(e->device.index, e->handle) : CT_OK;
 }
 
 ct_status ct_event_wait(ct_event *e, ct_stream *s) {
-    CT_CHECK_STATUS(e != NULL, CT_ERR_INVALID_ARG, "event_wait: NULL event");
+    CT_CHECK_OBJ_STATUS(e, "event_wait: NULL event");
     if (!e->handle) return CT_OK; /* never recorded, or recorded on a synchronous device */
     if (!s) {
         s = cti_current_stream(e->device);
@@ -271,7 +272,8 @@ ct_status ct_event_wait(ct_event *e, ct_stream *s) {
 }
 
 ct_status ct_event_elapsed_time(ct_event *start, ct_event *end, float *ms) {
-    CT_CHECK_STATUS(start && end && ms, CT_ERR_INVALID_ARG, "elapsed_time: NULL argument");
+    CT_CHECK_OBJ_STATUS(start && end, "elapsed_time: NULL argument");
+    CT_CHECK_STATUS(ms != NULL, CT_ERR_INVALID_ARG, "elapsed_time: NULL argument");
     CT_CHECK_STATUS(start->enable_timing && end->enable_timing, CT_ERR_INVALID_ARG,
                     "Both events must be created with argument 'enable_timing=True'.");
     CT_CHECK_STATUS(start->recorded && end->recorded, CT_ERR_STATE,

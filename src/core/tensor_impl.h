@@ -32,6 +32,15 @@ typedef struct ct_storage {
     void *block;
     struct ct_stream *stream; /* the stream it was allocated on */
     bool pinned;             /* cpu storage in page-locked memory */
+    /* PyTorch's version counter, shared by every tensor on the storage (views
+     * and detached handles too): every in-place write through the API bumps
+     * it, and a value saved for backward that finds it changed refuses to be
+     * used, instead of giving a wrong gradient. */
+    atomic_uint version;
+    /* A view with autograd history was taken on this storage: an in-place op
+     * recorded by autograd would have to rebase the other views' history
+     * (PyTorch's CopySlices), which ctorch does not do, so it refuses. */
+    atomic_bool autograd_view;
 } ct_storage;
 
 struct ct_tensor {
@@ -53,6 +62,14 @@ struct ct_tensor {
  * division is exact for every dtype. */
 static inline int64_t ct_buffer_offset(const ct_tensor *t) {
     return (int64_t)(t->storage->byte_offset / ct_dtype_size(t->dtype)) + t->offset;
+}
+
+/* An in-place write through the API happened (see ct_storage.version). */
+static inline void ct_tensor_bump_version(const ct_tensor *t) {
+    atomic_fetch_add_explicit(&t->storage->version, 1u, memory_order_relaxed);
+}
+static inline unsigned ct_tensor_version(const ct_tensor *t) {
+    return atomic_load_explicit(&t->storage->version, memory_order_relaxed);
 }
 
 /* storage.c */

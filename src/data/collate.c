@@ -146,8 +146,7 @@ ct_status ct_default_collate(const ct_sample *samples, int n, ct_sample *batch, 
                         nfields, i, samples[i].n);
     for (int i = 0; i < n; i++)
         for (int k = 0; k < nfields; k++)
-            CT_CHECK_STATUS(samples[i].t[k] != NULL, CT_ERR_INVALID_ARG,
-                            "default_collate: field %d of entry %d is NULL", k, i);
+            CT_CHECK_OBJ_STATUS(samples[i].t[k], "default_collate: field %d of entry %d is NULL", k, i);
     for (int k = 0; k < nfields; k++) {
         ct_tensor *t = stack_field(samples, n, k, pin);
         if (!t) {

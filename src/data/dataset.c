@@ -42,7 +42,8 @@ int64_t ct_dataset_len(const ct_dataset *ds) { return ds ? ds->fns.len(ds->state
 const char *ct_dataset_name(const ct_dataset *ds) { return ds ? ds->name : ""; }
 
 ct_status ct_dataset_get(ct_dataset *ds, int64_t index, uint64_t key, ct_sample *out) {
-    if (!ds || !out) return ct_error_set(CT_ERR_INVALID_ARG, "ct_dataset_get: NULL argument");
+    CT_CHECK_OBJ_STATUS(ds, "ct_dataset_get: NULL argument");
+    CT_CHECK_STATUS(out != NULL, CT_ERR_INVALID_ARG, "ct_dataset_get: NULL argument");
     out->n = 0;
     int64_t n = ds->fns.len(ds->state);
     if (index < 0 || index >= n)

@@ -189,7 +189,8 @@ static ct_status distributed_indices(const ct_sampler *s, int64_t *idx) {
 }
 
 ct_status ct_sampler_indices(ct_sampler *s, int64_t *idx) {
-    CT_CHECK_STATUS(s && idx, CT_ERR_INVALID_ARG, "ct_sampler_indices: NULL argument");
+    CT_CHECK_OBJ_STATUS(s, "ct_sampler_indices: NULL argument");
+    CT_CHECK_STATUS(idx != NULL, CT_ERR_INVALID_ARG, "ct_sampler_indices: NULL argument");
     switch (s->kind) {
     case SAMPLER_SEQUENTIAL:
         for (int64_t i = 0; i < s->n; i++) idx[i] = i;

@@ -79,7 +79,7 @@ static void put_metadata(ctj_buf *hdr, const ct_tensor_dict *d, size_t *checksum
  * checksum_at, the header carries the checksum placeholder (put_metadata). */
 static ct_status prepare(const char *op, const ct_tensor_dict *d, st_item **items, ctj_buf *hdr,
                          uint64_t *data_len, size_t *checksum_at) {
-    CT_CHECK_STATUS(d, CT_ERR_INVALID_ARG, "%s: NULL dict", op);
+    CT_CHECK_OBJ_STATUS(d, "%s: NULL dict", op);
     st_item *it = malloc(sizeof *it * (size_t)(d->count ? d->count : 1));
     CT_CHECK_STATUS(it, CT_ERR_OOM, "%s: out of memory", op);
     for (int i = 0; i < d->count; i++) {
@@ -226,6 +226,7 @@ static ct_status write_file_contents(st_out *o, const ctj_buf *hdr, const st_ite
 /* ---- save to memory ------------------------------------------------------------------------ */
 
 ct_status ct_safetensors_save_buffer(const ct_tensor_dict *d, void **data, size_t *size) {
+    CT_CHECK_OBJ_STATUS(d, "safetensors_save_buffer: NULL dict"); /* before the plain arguments */
     CT_CHECK_STATUS(data && size, CT_ERR_INVALID_ARG, "safetensors_save_buffer: NULL output pointer");
     *data = NULL;
     *size = 0;
@@ -309,6 +310,8 @@ static ct_status check_target(const char *path, struct stat *st, bool *exists) {
 }
 
 static ct_status save_file(const char *path, const ct_tensor_dict *d, bool checksum) {
+    /* a NULL dict (a failed call's) is reported before any path problem */
+    CT_CHECK_OBJ_STATUS(d, "safetensors_save: NULL dict");
     struct stat st;
     bool exists = false;
     CT_TRY(check_target(path, &st, &exists));

@@ -162,15 +162,13 @@ static ct_status check_text(const char *op, const char *what, const char *s) {
 }
 
 ct_status ct_tensor_dict_set(ct_tensor_dict *d, const char *name, const ct_tensor *t) {
-    CT_CHECK_STATUS(d && name, CT_ERR_INVALID_ARG, "tensor_dict_set: NULL %s",
-                    d ? "name" : "dict");
+    /* NULL objects (d, t) keep the error of the call that failed to make
+     * them; a NULL name is the caller's own mistake */
+    CT_CHECK_OBJ_STATUS(d, "tensor_dict_set: NULL dict");
+    if (!t && ct_last_status() != CT_OK) return ct_last_status();
+    CT_CHECK_STATUS(name != NULL, CT_ERR_INVALID_ARG, "tensor_dict_set: NULL name");
     char q[CTI_QUOTE_MAX];
-    if (!t) {
-        ct_status pending = ct_last_status();
-        if (pending != CT_OK) return pending;
-        return ct_error_set(CT_ERR_INVALID_ARG, "tensor_dict_set: NULL tensor for '%s'",
-                            cti_io_quote(q, name, strlen(name)));
-    }
+    CT_CHECK_OBJ_STATUS(t, "tensor_dict_set: NULL tensor for '%s'", cti_io_quote(q, name, strlen(name)));
     CT_TRY(check_text("tensor_dict_set", "the name", name));
     CT_CHECK_STATUS(strcmp(name, "__metadata__") != 0, CT_ERR_INVALID_ARG,
                     "tensor_dict_set: the name '__metadata__' is reserved by the safetensors format");
@@ -185,10 +183,8 @@ ct_status ct_tensor_dict_set(ct_tensor_dict *d, const char *name, const ct_tenso
 }
 
 static int lookup(const char *op, const ct_tensor_dict *d, const char *name) {
-    if (!d || !name) {
-        ct_error_set(CT_ERR_INVALID_ARG, "%s: NULL %s", op, d ? "name" : "dict");
-        return -1;
-    }
+    CT_CHECK_OBJ(d, -1, "%s: NULL dict", op);
+    CT_CHECK_RET(name != NULL, -1, CT_ERR_INVALID_ARG, "%s: NULL name", op);
     int i = find_entry(d, name);
     char q[CTI_QUOTE_MAX];
     if (i < 0)
@@ -224,18 +220,20 @@ ct_status ct_tensor_dict_remove(ct_tensor_dict *d, const char *name) {
 
 int ct_tensor_dict_size(const ct_tensor_dict *d) { return d ? d->count : 0; }
 
-static bool in_range(const char *op, int i, int n) {
+/* A NULL d has no entries, and keeps the error of the call that failed to
+ * make it. */
+static bool in_range(const char *op, const ct_tensor_dict *d, int i, int n) {
     if (i >= 0 && i < n) return true;
-    ct_error_set(CT_ERR_INDEX, "%s: index %d is out of range for %d entries", op, i, n);
+    (d ? ct_error_set : ct_error_pending_or)(CT_ERR_INDEX, "%s: index %d is out of range for %d entries", op, i, n);
     return false;
 }
 
 const char *ct_tensor_dict_name(const ct_tensor_dict *d, int i) {
-    return in_range("tensor_dict_name", i, ct_tensor_dict_size(d)) ? d->items[i].name : NULL;
+    return in_range("tensor_dict_name", d, i, ct_tensor_dict_size(d)) ? d->items[i].name : NULL;
 }
 
 ct_tensor *ct_tensor_dict_value(const ct_tensor_dict *d, int i) {
-    if (!in_range("tensor_dict_value", i, ct_tensor_dict_size(d))) return NULL;
+    if (!in_range("tensor_dict_value", d, i, ct_tensor_dict_size(d))) return NULL;
     return ct_track(ct_retain(d->items[i].tensor));
 }
 
@@ -260,8 +258,8 @@ static int find_meta(const ct_tensor_dict *d, const char *key) {
 }
 
 ct_status ct_tensor_dict_set_metadata(ct_tensor_dict *d, const char *key, const char *value) {
-    CT_CHECK_STATUS(d && key, CT_ERR_INVALID_ARG, "tensor_dict_set_metadata: NULL %s",
-                    d ? "key" : "dict");
+    CT_CHECK_OBJ_STATUS(d, "tensor_dict_set_metadata: NULL dict");
+    CT_CHECK_STATUS(key != NULL, CT_ERR_INVALID_ARG, "tensor_dict_set_metadata: NULL key");
     int i = find_meta(d, key);
     if (!value) {
         if (i >= 0) {
@@ -291,6 +289,6 @@ const char *ct_tensor_dict_get_metadata(const ct_tensor_dict *d, const char *key
 int ct_tensor_dict_metadata_size(const ct_tensor_dict *d) { return d ? d->meta_count : 0; }
 
 const char *ct_tensor_dict_metadata_key(const ct_tensor_dict *d, int i) {
-    return in_range("tensor_dict_metadata_key", i, ct_tensor_dict_metadata_size(d)) ? d->meta[i].key
+    return in_range("tensor_dict_metadata_key", d, i, ct_tensor_dict_metadata_size(d)) ? d->meta[i].key
                                                                                      : NULL;
 }

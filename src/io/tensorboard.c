@@ -253,7 +253,7 @@ void ct_summary_set_flush_secs(ct_summary_writer *w, double secs) {
 
 ct_status ct_summary_add_scalar_at(ct_summary_writer *w, const char *tag, double value,
                                    int64_t step, double wall_time) {
-    CT_CHECK_STATUS(w, CT_ERR_INVALID_ARG, "add_scalar: NULL writer");
+    CT_CHECK_OBJ_STATUS(w, "add_scalar: NULL writer");
     CT_CHECK_STATUS(tag && tag[0], CT_ERR_INVALID_ARG, "add_scalar: the tag is %s",
                     tag ? "empty" : "NULL");
     size_t tag_len = strlen(tag);
@@ -283,7 +283,7 @@ ct_status ct_summary_add_scalar(ct_summary_writer *w, const char *tag, double va
 }
 
 ct_status ct_summary_flush(ct_summary_writer *w) {
-    CT_CHECK_STATUS(w, CT_ERR_INVALID_ARG, "flush: NULL writer");
+    CT_CHECK_OBJ_STATUS(w, "flush: NULL writer");
     pthread_mutex_lock(&w->lock);
     ct_status s = flush_locked(w, "flush");
     pthread_mutex_unlock(&w->lock);

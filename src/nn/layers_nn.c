@@ -38,10 +38,14 @@ typedef struct conv_state {
     int64_t stride[2], padding[2], dilation[2], groups;
 } conv_state;
 
+/* The functional's options (ctorch/functional_conv.h) for this configuration. */
+static ct_conv_opts conv_opts_of(const conv_state *s) {
+    return CT_CONV_OPTS(.stride = {s->stride[0], s->stride[1]}, .padding = {s->padding[0], s->padding[1]},
+                        .dilation = {s->dilation[0], s->dilation[1]}, .groups = s->groups);
+}
+
 static ct_tensor *conv_forward(ct_module *m, const ct_tensor *x) {
-    conv_state *s = m->state;
-    return ct_conv2d(x, ct_module_param(m, "weight"), ct_module_param(m, "bias"), s->stride, s->padding, s->dilation,
-                     s->groups);
+    return ct_conv2d_with_opts(x, ct_module_param(m, "weight"), ct_module_param(m, "bias"), conv_opts_of(m->state));
 }
 
 ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, ct_conv2d_opts o) {
@@ -79,10 +83,9 @@ bool cti_is_conv2d(const ct_module *m) { return m && m->forward == conv_forward;
 
 ct_tensor *ct_forward_relu(ct_module *m, const ct_tensor *input) {
     if (!cti_is_conv2d(m) || !input) return ct_relu(ct_forward(m, input));
-    conv_state *s = m->state;
     ct_clear_error();
-    return ct_conv2d_relu(input, ct_module_param(m, "weight"), ct_module_param(m, "bias"), s->stride, s->padding,
-                          s->dilation, s->groups);
+    return ct_conv2d_relu_with_opts(input, ct_module_param(m, "weight"), ct_module_param(m, "bias"),
+                                    conv_opts_of(m->state));
 }
 
 ct_module *cti_conv2d_like(const ct_module *like, ct_tensor *weight, ct_tensor *bias) {
@@ -126,7 +129,8 @@ static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) {
     ct_tensor *tracked = ct_module_buffer(m, "num_batches_tracked");
     if (m->training && tracked) CT_NO_GRAD CT_SCOPE { ct_copy_(tracked, ct_add_scalar(tracked, 1)); }
     return ct_batch_norm(x, ct_module_buffer(m, "running_mean"), ct_module_buffer(m, "running_var"),
-                         ct_module_param(m, "weight"), ct_module_param(m, "bias"), m->training, s->momentum, s->eps);
+                         ct_module_param(m, "weight"), ct_module_param(m, "bias"), .training = m->training,
+                         .momentum = s->momentum, .eps = s->eps);
 }
 
 static ct_module *batchnorm(const char *type, int expect_dims, int64_t features, ct_batchnorm_opts o) {
@@ -165,7 +169,7 @@ typedef struct ln_state {
 
 static ct_tensor *ln_forward(ct_module *m, const ct_tensor *x) {
     ln_state *s = m->state;
-    return ct_layer_norm(x, s->shape, ct_module_param(m, "weight"), ct_module_param(m, "bias"), s->eps);
+    return ct_layer_norm(x, s->shape, ct_module_param(m, "weight"), ct_module_param(m, "bias"), .eps = s->eps);
 }
 
 ct_module *ct_nn_layernorm(ct_shape normalized_shape, double eps) {
@@ -200,7 +204,7 @@ ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t dim, int64_t padding_
     ct_module *m = ct_module_new("Embedding", emb_forward, s, free);
     if (!m) return free(s), NULL;
     ct_tensor *w = normal_init(CT_SHAPE(num_embeddings, dim), 1.0);
-    if (w && padding_idx != CT_NO_PADDING_IDX) CT_SCOPE { /* the padding row starts at zero, as in PyTorch */
+    if (w && padding_idx != CT_NO_PADDING_IDX) CT_NO_GRAD CT_SCOPE { /* the padding row starts at zero, as in PyTorch */
         ct_fill_(ct_select(w, 0, padding_idx), 0.0);
     }
     if (ct_module_add_parameter(m, "weight", w)) return fail_free(m);
@@ -231,11 +235,13 @@ typedef struct pool_state {
 
 static ct_tensor *maxpool_forward(ct_module *m, const ct_tensor *x) {
     pool_state *s = m->state;
-    return ct_max_pool2d(x, s->kernel, s->stride, s->padding, CT_PAIR(1, 1), false);
+    return ct_max_pool2d(x, s->kernel, .stride = {s->stride[0], s->stride[1]},
+                         .padding = {s->padding[0], s->padding[1]});
 }
 static ct_tensor *avgpool_forward(ct_module *m, const ct_tensor *x) {
     pool_state *s = m->state;
-    return ct_avg_pool2d(x, s->kernel, s->stride, s->padding, false, true, 0);
+    return ct_avg_pool2d(x, s->kernel, .stride = {s->stride[0], s->stride[1]},
+                         .padding = {s->padding[0], s->padding[1]});
 }
 static ct_tensor *adaptive_forward(ct_module *m, const ct_tensor *x) {
     pool_state *s = m->state;

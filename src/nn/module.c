@@ -364,7 +364,7 @@ static void apply_move(pending_move *mv) {
 }
 
 ct_status ct_module_to_checked(ct_module *m, ct_device device) {
-    CT_CHECK_STATUS(m != NULL, CT_ERR_INVALID_ARG, "module.to: NULL module");
+    CT_CHECK_OBJ_STATUS(m, "module.to: NULL module");
     ct_device d;
     CT_TRY(ct_device_check(device, &d));
     move_plan p = {0};
@@ -400,7 +400,7 @@ static void print_module(FILE *f, const ct_module *m, int indent) {
 }
 
 ct_status ct_module_print(const ct_module *m) {
-    CT_CHECK_STATUS(m != NULL, CT_ERR_INVALID_ARG, "module print: NULL module");
+    CT_CHECK_OBJ_STATUS(m, "module print: NULL module");
     print_module(stdout, m, 0);
     fprintf(stdout, "\n");
     return CT_OK;

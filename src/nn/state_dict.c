@@ -42,7 +42,7 @@ static ct_status add_entry(const char *name, ct_tensor *t, bool is_buffer, void 
 }
 
 ct_tensor_dict *ct_module_state_dict(ct_module *m) {
-    CT_CHECK_NULL(m != NULL, CT_ERR_INVALID_ARG, "state_dict: NULL module");
+    CT_CHECK_OBJ(m, NULL, "state_dict: NULL module");
     ct_tensor_dict *d = ct_tensor_dict_new();
     if (!d) return NULL;
     ct_clear_error();
@@ -115,7 +115,7 @@ static ct_status copy_entry(const char *name, ct_tensor *t, bool is_buffer, void
 }
 
 ct_status ct_module_load_state_dict(ct_module *m, const ct_tensor_dict *d, bool strict) {
-    CT_CHECK_STATUS(m && d, CT_ERR_INVALID_ARG, "load_state_dict: NULL argument");
+    CT_CHECK_OBJ_STATUS(m && d, "load_state_dict: NULL argument");
     load_ctx c = {.d = d, .strict = strict};
     int n = ct_tensor_dict_size(d);
     c.used = calloc((size_t)(n ? n : 1), sizeof *c.used);
@@ -146,7 +146,8 @@ ct_status ct_module_save(ct_module *m, const char *path) {
 }
 
 ct_status ct_module_load(ct_module *m, const char *path, bool strict) {
-    CT_CHECK_STATUS(m && path, CT_ERR_INVALID_ARG, "load: NULL argument");
+    CT_CHECK_OBJ_STATUS(m, "load: NULL argument");
+    CT_CHECK_STATUS(path != NULL, CT_ERR_INVALID_ARG, "load: NULL argument");
     ct_tensor_dict *d = NULL;
     CT_TRY(ct_safetensors_load(path, ct_device_cpu(), &d));
     ct_status st = ct_module_load_state_dict(m, d, strict);

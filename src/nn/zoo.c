@@ -37,9 +37,9 @@ static ct_tensor *fmnist_forward(ct_module *m, const ct_tensor *x) {
     ct_tensor *out = NULL;
     CT_SCOPE {
         ct_tensor *h = ct_forward_relu(ct_module_child(m, "c1"), x);
-        h = ct_max_pool2d(h, CT_PAIR(2, 2), CT_PAIR(2, 2), CT_PAIR(0, 0), CT_PAIR(1, 1), false);
+        h = ct_max_pool2d(h, CT_PAIR(2, 2));
         h = ct_forward_relu(ct_module_child(m, "c2"), h);
-        h = ct_max_pool2d(h, CT_PAIR(2, 2), CT_PAIR(2, 2), CT_PAIR(0, 0), CT_PAIR(1, 1), false);
+        h = ct_max_pool2d(h, CT_PAIR(2, 2));
         h = ct_relu(ct_forward(ct_module_child(m, "f1"), ct_flatten(h, 1, -1)));
         out = ct_retain(ct_forward(ct_module_child(m, "f2"), h));
     }

@@ -63,9 +63,10 @@ static bool is_close(double x, double y, double rtol, double atol, bool equal_na
 ct_status ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol,
                       bool equal_nan, bool *result) {
     static const char op[] = "allclose";
-    CT_CHECK_STATUS(result != NULL, CT_ERR_INVALID_ARG, "%s: the result pointer is NULL", op);
-    *result = false;
+    if (result) *result = false;
+    /* a NULL tensor (a failed call's) is reported before the plain pointer */
     if (!a || !b) return ct_error_null_input(op);
+    CT_CHECK_STATUS(result != NULL, CT_ERR_INVALID_ARG, "%s: the result pointer is NULL", op);
     CT_CHECK_STATUS(rtol >= 0, CT_ERR_INVALID_ARG,
                     "%s: rtol must be greater than or equal to zero, but got %g", op, rtol);
     CT_CHECK_STATUS(atol >= 0, CT_ERR_INVALID_ARG,

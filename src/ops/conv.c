@@ -512,17 +512,23 @@ ct_tensor *cti_conv2d_relu_forward(const ct_tensor *input, const ct_tensor *weig
     return r;
 }
 
-ct_tensor *ct_conv2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
-                     const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
-                     int64_t groups) {
-    cti_conv2d_params p = cti_conv2d_params_make(stride, padding, dilation, groups);
+/* ct_conv_opts: an all-zero pair is PyTorch's default (NULL here). */
+static const int64_t *given_pair(const int64_t pair[2]) { return pair[0] || pair[1] ? pair : NULL; }
+
+static cti_conv2d_params conv_opts_params(const ct_conv_opts *o) {
+    return cti_conv2d_params_make(given_pair(o->stride), given_pair(o->padding),
+                                  given_pair(o->dilation), o->groups ? o->groups : 1);
+}
+
+ct_tensor *ct_conv2d_with_opts(const ct_tensor *input, const ct_tensor *weight,
+                               const ct_tensor *bias, ct_conv_opts o) {
+    cti_conv2d_params p = conv_opts_params(&o);
     return ct_track(cta_conv2d(input, weight, bias, &p));
 }
 
-ct_tensor *ct_conv2d_relu(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
-                          const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
-                          int64_t groups) {
-    cti_conv2d_params p = cti_conv2d_params_make(stride, padding, dilation, groups);
+ct_tensor *ct_conv2d_relu_with_opts(const ct_tensor *input, const ct_tensor *weight,
+                                    const ct_tensor *bias, ct_conv_opts o) {
+    cti_conv2d_params p = conv_opts_params(&o);
     return ct_track(cta_conv2d_relu(input, weight, bias, &p));
 }
 

@@ -166,30 +166,67 @@ static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1,
     return CT_OK;
 }
 
+/* The unary kernel writing into out, which has a's shape and dtype out_dtype. */
+static ct_status unary_run(ct_unary_op op, ct_tensor *out, const ct_tensor *a, ct_dtype compute, double p0,
+                           double p1) {
+    if (ct_shape_numel(a->shape, a->ndim) == 0) return CT_OK;
+    ct_tensor *owned;
+    const ct_tensor *in = in_dtype(a, compute, &owned);
+    if (!in) return ct_last_status();
+    ct_kview ko, ki;
+    broadcast_kview(out, a->shape, a->ndim, &ko);
+    broadcast_kview(in, a->shape, a->ndim, &ki);
+    ct_status st = CTI_BACKEND_CALL(out, unary, cti_unary_name(op), op, &ko, &ki, p0, p1);
+    ct_decref(owned);
+    return st;
+}
+
 ct_tensor *cti_unary(ct_unary_op op, const ct_tensor *a, double p0, double p1) {
     if (!a)
         return NULL;
     ct_dtype compute = CT_DTYPE_DEFAULT, out_dtype = CT_DTYPE_DEFAULT;
     if (unary_dtypes(op, a->dtype, p0, p1, &compute, &out_dtype) != CT_OK)
         return NULL;
-    ct_tensor *owned;
-    const ct_tensor *in = in_dtype(a, compute, &owned);
-    if (!in)
-        return NULL;
     ct_tensor *out = cti_empty(a->shape, a->ndim, out_dtype, a->storage->device);
-    ct_status st = out ? CT_OK : ct_last_status();
-    if (out && ct_shape_numel(a->shape, a->ndim) > 0) {
-        ct_kview ko, ki;
-        broadcast_kview(out, a->shape, a->ndim, &ko);
-        broadcast_kview(in, a->shape, a->ndim, &ki);
-        st = CTI_BACKEND_CALL(out, unary, cti_unary_name(op), op, &ko, &ki, p0, p1);
-    }
-    ct_decref(owned);
-    if (st != CT_OK) {
+    if (out && unary_run(op, out, a, compute, p0, p1) != CT_OK) {
         ct_decref(out);
         return NULL;
     }
     return out;
+}
+
+/* ---- writing into a given tensor (in-place ops and out= forms) --------------- */
+
+/* out must have the result's shape exactly and a dtype the result can be
+ * cast to (PyTorch's messages). */
+ct_status cti_check_into(const char *op, const ct_tensor *out, const int64_t *shape, int ndim, ct_dtype result) {
+    char a[CT_SHAPE_STR_MAX], b[CT_SHAPE_STR_MAX];
+    if (out->ndim != ndim || memcmp(out->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)
+        return ct_error_set(CT_ERR_SHAPE, "%s: output with shape %s doesn't match the broadcast shape %s", op,
+                            ct_shape_str(out->shape, out->ndim, a, sizeof a), ct_shape_str(shape, ndim, b, sizeof b));
+    if (!cti_can_cast(result, out->dtype))
+        return ct_error_set(CT_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
+                            cti_scalar_type_name(result), cti_scalar_type_name(out->dtype));
+    return CT_OK;
+}
+
+/* A result in another dtype than out's is computed aside and converted. */
+static ct_status copy_result_into(ct_tensor *out, ct_tensor *result) {
+    ct_status st = result ? cti_copy(out, result) : ct_last_status();
+    ct_decref(result);
+    return st;
+}
+
+ct_status cti_unary_into(const char *name, ct_unary_op op, ct_tensor *out, const ct_tensor *a, double p0,
+                         double p1) {
+    if (!out || !a) return ct_error_null_input(name);
+    const ct_tensor *operands[2] = {out, a};
+    if (!ct_check_same_device(name, operands, 2)) return ct_last_status();
+    ct_dtype compute = CT_DTYPE_DEFAULT, out_dtype = CT_DTYPE_DEFAULT;
+    CT_TRY(unary_dtypes(op, a->dtype, p0, p1, &compute, &out_dtype));
+    CT_TRY(cti_check_into(name, out, a->shape, a->ndim, out_dtype));
+    if (out->dtype != out_dtype) return copy_result_into(out, cti_unary(op, a, p0, p1));
+    return unary_run(op, out, a, compute, p0, p1);
 }
 
 /* ---- binary ------------------------------------------------------------ */
@@ -243,6 +280,26 @@ static ct_status binary_dtypes(ct_binary_op op, const ct_tensor *a, const ct_ten
     return CT_OK;
 }
 
+/* The binary kernel writing into out (shape: the broadcast shape). */
+static ct_status binary_run(ct_binary_op op, ct_tensor *out, const int64_t *shape, int ndim, const ct_tensor *a,
+                            const ct_tensor *b, ct_dtype compute, double alpha) {
+    if (ct_shape_numel(shape, ndim) == 0) return CT_OK;
+    ct_tensor *owned_a, *owned_b = NULL;
+    const ct_tensor *ca = in_dtype(a, compute, &owned_a);
+    const ct_tensor *cb = ca ? in_dtype(b, compute, &owned_b) : NULL;
+    ct_status st = cb ? CT_OK : ct_last_status();
+    if (cb) {
+        ct_kview ko, ka, kb;
+        broadcast_kview(out, shape, ndim, &ko);
+        broadcast_kview(ca, shape, ndim, &ka);
+        broadcast_kview(cb, shape, ndim, &kb);
+        st = CTI_BACKEND_CALL(out, binary, cti_binary_name(op), op, &ko, &ka, &kb, alpha);
+    }
+    ct_decref(owned_a);
+    ct_decref(owned_b);
+    return st;
+}
+
 ct_tensor *cti_binary(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha) {
     if (!a || !b)
         return NULL;
@@ -257,27 +314,27 @@ ct_tensor *cti_binary(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, d
     ct_dtype compute = CT_DTYPE_DEFAULT, out_dtype = CT_DTYPE_DEFAULT;
     if (binary_dtypes(op, a, b, alpha, &compute, &out_dtype) != CT_OK)
         return NULL;
-
-    ct_tensor *owned_a, *owned_b = NULL, *out = NULL;
-    const ct_tensor *ca = in_dtype(a, compute, &owned_a);
-    const ct_tensor *cb = ca ? in_dtype(b, compute, &owned_b) : NULL;
-    if (cb)
-        out = cti_empty(shape, ndim, out_dtype, a->storage->device);
-    ct_status st = out ? CT_OK : ct_last_status();
-    if (out && ct_shape_numel(shape, ndim) > 0) {
-        ct_kview ko, ka, kb;
-        broadcast_kview(out, shape, ndim, &ko);
-        broadcast_kview(ca, shape, ndim, &ka);
-        broadcast_kview(cb, shape, ndim, &kb);
-        st = CTI_BACKEND_CALL(out, binary, name, op, &ko, &ka, &kb, alpha);
-    }
-    ct_decref(owned_a);
-    ct_decref(owned_b);
-    if (st != CT_OK) {
+    ct_tensor *out = cti_empty(shape, ndim, out_dtype, a->storage->device);
+    if (out && binary_run(op, out, shape, ndim, a, b, compute, alpha) != CT_OK) {
         ct_decref(out);
         return NULL;
     }
     return out;
+}
+
+ct_status cti_binary_into(const char *name, ct_binary_op op, ct_tensor *out, const ct_tensor *a,
+                          const ct_tensor *b, double alpha) {
+    if (!out || !a || !b) return ct_error_null_input(name);
+    const ct_tensor *operands[3] = {out, a, b};
+    if (!ct_check_same_device(name, operands, 3)) return ct_last_status();
+    int64_t shape[CT_MAX_DIMS];
+    int ndim;
+    if (!ct_broadcast_shapes(name, a->shape, a->ndim, b->shape, b->ndim, shape, &ndim)) return ct_last_status();
+    ct_dtype compute = CT_DTYPE_DEFAULT, out_dtype = CT_DTYPE_DEFAULT;
+    CT_TRY(binary_dtypes(op, a, b, alpha, &compute, &out_dtype));
+    CT_TRY(cti_check_into(name, out, shape, ndim, out_dtype));
+    if (out->dtype != out_dtype) return copy_result_into(out, cti_binary(op, a, b, alpha));
+    return binary_run(op, out, shape, ndim, a, b, compute, alpha);
 }
 
 /* A C scalar is a "weak" operand, like a Python number: it only raises the
@@ -290,22 +347,39 @@ static bool scalar_is_float(double s) {
     return !(cti_is_whole(s) && fabs(s) < 9223372036854775808.0);
 }
 
-/* op(a, s), or op(s, a) when scalar_first. */
-static ct_tensor *binary_with_scalar(ct_binary_op op, const ct_tensor *a, double s, bool scalar_first) {
-    if (!a)
-        return NULL;
+/* The 0-dim operand that stands for the C scalar s next to a: stored in
+ * the result dtype, so that the binary op sees an operand that promotes to
+ * exactly that dtype. NULL with PyTorch's error for integer tensors raised
+ * to negative integer powers. */
+static ct_tensor *scalar_operand(ct_binary_op op, const ct_tensor *a, double s, bool scalar_first) {
     const bool is_float = scalar_is_float(s);
     const ct_dtype r = cti_result_type_scalar(a, is_float);
     if (op == CT_BIN_POW && !scalar_first && !is_float && s < 0 && !ct_dtype_is_floating(r)) {
         ct_error_set(CT_ERR_INVALID_ARG, "pow: Integers to negative integer powers are not allowed.");
         return NULL;
     }
-    /* the scalar is stored in the result dtype, so cti_binary sees a 0-dim
-     * operand that promotes to exactly r */
-    ct_tensor *scalar = cti_scalar(s, r, a->storage->device);
+    return cti_scalar(s, r, a->storage->device);
+}
+
+/* op(a, s), or op(s, a) when scalar_first. */
+static ct_tensor *binary_with_scalar(ct_binary_op op, const ct_tensor *a, double s, bool scalar_first) {
+    if (!a)
+        return NULL;
+    ct_tensor *scalar = scalar_operand(op, a, s, scalar_first);
+    if (!scalar)
+        return NULL;
     ct_tensor *out = scalar_first ? cti_binary(op, scalar, a, 1.0) : cti_binary(op, a, scalar, 1.0);
     ct_decref(scalar);
     return out;
+}
+
+ct_status cti_binary_scalar_into(const char *name, ct_binary_op op, ct_tensor *out, const ct_tensor *a, double s) {
+    if (!out || !a) return ct_error_null_input(name);
+    ct_tensor *scalar = scalar_operand(op, a, s, false);
+    if (!scalar) return ct_last_status();
+    ct_status st = cti_binary_into(name, op, out, a, scalar, 1.0);
+    ct_decref(scalar);
+    return st;
 }
 
 ct_tensor *cti_binary_scalar(ct_binary_op op, const ct_tensor *a, double s) {

@@ -33,6 +33,23 @@ bool cti_loss_check_reduction(const char *op, ct_reduction reduction) {
     return true;
 }
 
+bool cti_loss_opts_check(const char *op, const ct_loss_opts *o, unsigned takes) {
+    const char *extra = NULL;
+    if (o->weight && !(takes & CTI_LOSS_TAKES_WEIGHT)) extra = "weight";
+    else if (o->pos_weight && !(takes & CTI_LOSS_TAKES_POS_WEIGHT)) extra = "pos_weight";
+    else if ((o->ignore_index || o->has_ignore_index) && !(takes & CTI_LOSS_TAKES_IGNORE_INDEX))
+        extra = "ignore_index";
+    else if (o->label_smoothing != 0 && !(takes & CTI_LOSS_TAKES_SMOOTHING))
+        extra = "label_smoothing";
+    CT_CHECK_RET(!extra, false, CT_ERR_INVALID_ARG, "%s() got an unexpected keyword argument '%s'",
+                 op, extra);
+    return true;
+}
+
+int64_t cti_loss_ignore_index(const ct_loss_opts *o) {
+    return o->ignore_index != 0 || o->has_ignore_index ? o->ignore_index : CT_IGNORE_INDEX_DEFAULT;
+}
+
 ct_status cti_loss_null_status(const char *op) {
     return ct_error_pending_or(CT_ERR_INVALID_ARG, "%s: a required tensor is NULL", op);
 }
@@ -262,8 +279,9 @@ ct_status cti_mse_loss_backward(const ct_tensor *grad_output, const ct_tensor *i
     return st;
 }
 
-ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
-    return ct_track(cta_mse_loss(input, target, reduction));
+ct_tensor *ct_mse_loss_opts(const ct_tensor *input, const ct_tensor *target, ct_loss_opts o) {
+    if (!input || !target || !cti_loss_opts_check("mse_loss", &o, 0)) return NULL;
+    return ct_track(cta_mse_loss(input, target, o.reduction));
 }
 
 /* ---- binary_cross_entropy_with_logits -------------------------------------------------------- */
@@ -343,9 +361,11 @@ ct_status cti_bce_with_logits_backward(const ct_tensor *grad_output, const ct_te
     return st;
 }
 
-ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *input, const ct_tensor *target,
-                                               const ct_tensor *weight,
-                                               const ct_tensor *pos_weight,
-                                               ct_reduction reduction) {
-    return ct_track(cta_bce_with_logits(input, target, weight, pos_weight, reduction));
+ct_tensor *ct_binary_cross_entropy_with_logits_opts(const ct_tensor *input,
+                                                    const ct_tensor *target, ct_loss_opts o) {
+    if (!input || !target ||
+        !cti_loss_opts_check("binary_cross_entropy_with_logits", &o,
+                             CTI_LOSS_TAKES_WEIGHT | CTI_LOSS_TAKES_POS_WEIGHT))
+        return NULL;
+    return ct_track(cta_bce_with_logits(input, target, o.weight, o.pos_weight, o.reduction));
 }

@@ -92,6 +92,19 @@ const struct ct_backend_loss *cti_loss_ops(const ct_tensor *t, const char *op);
                                                     cti_backend(t)->name))
 /* Validates a reduction value ("5 is not a valid value for reduction"). */
 bool cti_loss_check_reduction(const char *op, ct_reduction reduction);
+/* The options of ct_loss_opts a loss takes; cti_loss_opts_check refuses
+ * the others as PyTorch refuses the keyword ("mse_loss() got an unexpected
+ * keyword argument 'weight'"), naming op (a function or a module). */
+enum {
+    CTI_LOSS_TAKES_WEIGHT = 1,
+    CTI_LOSS_TAKES_POS_WEIGHT = 2,
+    CTI_LOSS_TAKES_IGNORE_INDEX = 4,
+    CTI_LOSS_TAKES_SMOOTHING = 8
+};
+bool cti_loss_opts_check(const char *op, const ct_loss_opts *o, unsigned takes);
+/* The ignore_index the options mean: a non-zero field or one flagged with
+ * has_ignore_index, else PyTorch's -100. */
+int64_t cti_loss_ignore_index(const ct_loss_opts *o);
 /* What a backward whose input is NULL returns: the pending error's code
  * (the input's producer failed), or a new "a required tensor is NULL". */
 ct_status cti_loss_null_status(const char *op);

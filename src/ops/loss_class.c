@@ -413,13 +413,20 @@ ct_status cti_nll_loss_backward(const ct_tensor *grad_output, const ct_tensor *i
     return backward(&q, grad_output, input, target, weight, total_weight, grad_input, NULL);
 }
 
-ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target,
-                            const ct_tensor *weight, int64_t ignore_index, ct_reduction reduction,
-                            double label_smoothing) {
-    return ct_track(cta_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing));
+ct_tensor *ct_cross_entropy_opts(const ct_tensor *input, const ct_tensor *target,
+                                 ct_loss_opts o) {
+    if (!input || !target ||
+        !cti_loss_opts_check("cross_entropy", &o,
+                             CTI_LOSS_TAKES_WEIGHT | CTI_LOSS_TAKES_IGNORE_INDEX |
+                                 CTI_LOSS_TAKES_SMOOTHING))
+        return NULL;
+    return ct_track(cta_cross_entropy(input, target, o.weight, cti_loss_ignore_index(&o),
+                                      o.reduction, o.label_smoothing));
 }
 
-ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
-                       int64_t ignore_index, ct_reduction reduction) {
-    return ct_track(cta_nll_loss(input, target, weight, ignore_index, reduction));
+ct_tensor *ct_nll_loss_opts(const ct_tensor *input, const ct_tensor *target, ct_loss_opts o) {
+    if (!input || !target ||
+        !cti_loss_opts_check("nll_loss", &o, CTI_LOSS_TAKES_WEIGHT | CTI_LOSS_TAKES_IGNORE_INDEX))
+        return NULL;
+    return ct_track(cta_nll_loss(input, target, o.weight, cti_loss_ignore_index(&o), o.reduction));
 }

@@ -107,7 +107,7 @@ static ct_tensor *dropout_mask(const ct_tensor *input, double p) {
     if (!mask || n == 0) return mask;
     ct_status st;
     if (p >= 1.0) {
-        st = ct_fill_(mask, 0.0);
+        st = cti_fill(mask, 0.0);
     } else {
         uint64_t seed, offset;
         cti_rng_reserve((uint64_t)n, &seed, &offset);

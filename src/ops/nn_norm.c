@@ -267,11 +267,12 @@ ct_tensor *cti_batch_norm_forward(const ct_tensor *input, ct_tensor *running_mea
     return out;
 }
 
-ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var,
-                         const ct_tensor *weight, const ct_tensor *bias, bool training,
-                         double momentum, double eps) {
-    return ct_track(cta_batch_norm(input, running_mean, running_var, weight, bias, training,
-                                   momentum, eps));
+/* ct_norm_opts: zero momentum and eps are PyTorch's defaults. */
+ct_tensor *ct_batch_norm_opts(const ct_tensor *input, ct_tensor *running_mean,
+                              ct_tensor *running_var, const ct_tensor *weight,
+                              const ct_tensor *bias, ct_norm_opts o) {
+    return ct_track(cta_batch_norm(input, running_mean, running_var, weight, bias, o.training,
+                                   o.momentum != 0 ? o.momentum : 0.1, o.eps != 0 ? o.eps : 1e-5));
 }
 
 /* ---- batch norm: backward -------------------------------------------------------------- */
@@ -300,8 +301,8 @@ static ct_status bn_reduce(const ct_tensor *dy, const ct_tensor *x, const ct_ten
     *sum_dy_xmu = cti_empty(&c, 1, mean->dtype, x->storage->device);
     if (!*sum_dy || !*sum_dy_xmu) return ct_last_status();
     if (n * s == 0) {
-        CT_TRY(ct_fill_(*sum_dy, 0.0));
-        return ct_fill_(*sum_dy_xmu, 0.0);
+        CT_TRY(cti_fill(*sum_dy, 0.0));
+        return cti_fill(*sum_dy_xmu, 0.0);
     }
     ct_kview k1 = ct_kview_of(*sum_dy), k2 = ct_kview_of(*sum_dy_xmu), kg = ct_kview_of(dy),
              kx = ct_kview_of(x), km = ct_kview_of(mean);
@@ -474,9 +475,15 @@ ct_tensor *cti_layer_norm_forward(const ct_tensor *input, ct_shape normalized_sh
     return out;
 }
 
-ct_tensor *ct_layer_norm(const ct_tensor *input, ct_shape normalized_shape,
-                         const ct_tensor *weight, const ct_tensor *bias, double eps) {
-    return ct_track(cta_layer_norm(input, normalized_shape, weight, bias, eps));
+/* layer_norm has only eps: batch_norm's options are refused as PyTorch
+ * refuses the keywords. */
+ct_tensor *ct_layer_norm_opts(const ct_tensor *input, ct_shape normalized_shape,
+                              const ct_tensor *weight, const ct_tensor *bias, ct_norm_opts o) {
+    if (!input) return NULL;
+    CT_CHECK_NULL(!o.training && o.momentum == 0, CT_ERR_INVALID_ARG,
+                  "layer_norm() got an unexpected keyword argument '%s'",
+                  o.training ? "training" : "momentum");
+    return ct_track(cta_layer_norm(input, normalized_shape, weight, bias, o.eps != 0 ? o.eps : 1e-5));
 }
 
 /* grad_weight/grad_bias [cols] in the stat dtype (either may be skipped). */

@@ -178,7 +178,7 @@ static ct_tensor *run_pool(pool_kind kind, const char *op, const ct_tensor *in,
     ct_tensor *out = cti_empty(out_shape, ndim, in->dtype, in->storage->device);
     if (!out || ct_shape_numel(out_shape, ndim) == 0) return out;
     if (ct_shape_numel(in->shape, in->ndim) == 0) { /* backward of an empty adaptive output */
-        if (ct_fill_(out, 0.0) == CT_OK) return out;
+        if (cti_fill(out, 0.0) == CT_OK) return out;
         ct_decref(out);
         return NULL;
     }
@@ -238,16 +238,36 @@ ct_tensor *cti_max_pool2d_backward(const ct_tensor *grad_output, const ct_tensor
                     input_shape.ndim, &g);
 }
 
-ct_status ct_max_pool2d_with_indices(const ct_tensor *input, const int64_t kernel_size[2],
-                                     const int64_t stride[2], const int64_t padding[2],
-                                     const int64_t dilation[2], bool ceil_mode,
-                                     ct_tensor **output, ct_tensor **indices) {
+/* ct_pool_opts: an all-zero pair is PyTorch's default (NULL here). */
+static const int64_t *given_pair(const int64_t pair[2]) { return pair[0] || pair[1] ? pair : NULL; }
+
+/* max_pool2d has no count_include_pad or divisor_override: refused as
+ * PyTorch refuses the keywords. */
+static bool max_opts_ok(const ct_pool_opts *o) {
+    const char *extra = o->no_count_include_pad ? "count_include_pad"
+                        : o->divisor_override   ? "divisor_override"
+                                                : NULL;
+    CT_CHECK_RET(!extra, false, CT_ERR_INVALID_ARG,
+                 "max_pool2d() got an unexpected keyword argument '%s'", extra);
+    return true;
+}
+
+static cti_pool2d_params pool_opts_params(const int64_t kernel_size[2], const ct_pool_opts *o,
+                                          bool avg) {
+    return cti_pool2d_params_make(kernel_size, given_pair(o->stride), given_pair(o->padding),
+                                  given_pair(o->dilation), o->ceil_mode,
+                                  avg && !o->no_count_include_pad, o->divisor_override);
+}
+
+ct_status ct_max_pool2d_with_indices_opts(const ct_tensor *input, const int64_t kernel_size[2],
+                                          ct_tensor **output, ct_tensor **indices,
+                                          ct_pool_opts o) {
     if (output) *output = NULL;
     if (indices) *indices = NULL;
     if (!input) return cti_nn_null_status("max_pool2d");
     CT_CHECK_STATUS(kernel_size, CT_ERR_INVALID_ARG, "max_pool2d: kernel_size must be given");
-    cti_pool2d_params p =
-        cti_pool2d_params_make(kernel_size, stride, padding, dilation, ceil_mode, false, 0);
+    if (!max_opts_ok(&o)) return ct_last_status();
+    cti_pool2d_params p = pool_opts_params(kernel_size, &o, false);
     ct_tensor *idx = NULL;
     ct_tensor *out = cta_max_pool2d(input, &p, &idx);
     if (!out) return ct_last_status();
@@ -258,13 +278,12 @@ ct_status ct_max_pool2d_with_indices(const ct_tensor *input, const int64_t kerne
     return CT_OK;
 }
 
-ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t kernel_size[2],
-                         const int64_t stride[2], const int64_t padding[2],
-                         const int64_t dilation[2], bool ceil_mode) {
+ct_tensor *ct_max_pool2d_opts(const ct_tensor *input, const int64_t kernel_size[2],
+                              ct_pool_opts o) {
     if (!input) return NULL;
     CT_CHECK_NULL(kernel_size, CT_ERR_INVALID_ARG, "max_pool2d: kernel_size must be given");
-    cti_pool2d_params p =
-        cti_pool2d_params_make(kernel_size, stride, padding, dilation, ceil_mode, false, 0);
+    if (!max_opts_ok(&o)) return NULL;
+    cti_pool2d_params p = pool_opts_params(kernel_size, &o, false);
     return ct_track(cta_max_pool2d(input, &p, NULL));
 }
 
@@ -303,13 +322,13 @@ ct_tensor *cti_avg_pool2d_backward(const ct_tensor *grad_output, ct_shape input_
                     &g);
 }
 
-ct_tensor *ct_avg_pool2d(const ct_tensor *input, const int64_t kernel_size[2],
-                         const int64_t stride[2], const int64_t padding[2], bool ceil_mode,
-                         bool count_include_pad, int64_t divisor_override) {
+ct_tensor *ct_avg_pool2d_opts(const ct_tensor *input, const int64_t kernel_size[2],
+                              ct_pool_opts o) {
     if (!input) return NULL;
     CT_CHECK_NULL(kernel_size, CT_ERR_INVALID_ARG, "avg_pool2d: kernel_size must be given");
-    cti_pool2d_params p = cti_pool2d_params_make(kernel_size, stride, padding, NULL, ceil_mode,
-                                                 count_include_pad, divisor_override);
+    CT_CHECK_NULL(!given_pair(o.dilation), CT_ERR_INVALID_ARG,
+                  "avg_pool2d() got an unexpected keyword argument 'dilation'");
+    cti_pool2d_params p = pool_opts_params(kernel_size, &o, true);
     return ct_track(cta_avg_pool2d(input, &p));
 }
 

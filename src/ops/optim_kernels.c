@@ -86,6 +86,9 @@ static ct_status release(opt_operand *ops, int n, ct_status st) {
         if (!ops[k].work) continue;
         if (st == CT_OK && ops[k].written && ops[k].work != ops[k].orig)
             st = cti_copy(ops[k].orig, ops[k].work);
+        /* an update is an in-place write: values saved for a backward that
+         * has not run yet must notice (as PyTorch's optimizer.step does) */
+        if (st == CT_OK && ops[k].written) ct_tensor_bump_version(ops[k].orig);
         ct_decref(ops[k].work);
     }
     return st;

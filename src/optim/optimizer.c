@@ -24,7 +24,7 @@ static ct_optimizer *optimizer_new(opt_kind kind, ct_tensor *const *params, int 
     CT_CHECK_NULL(params != NULL || n == 0, CT_ERR_INVALID_ARG, "optimizer: NULL parameter list");
     CT_CHECK_NULL(n > 0, CT_ERR_INVALID_ARG, "optimizer got an empty parameter list");
     for (int i = 0; i < n; i++) {
-        CT_CHECK_NULL(params[i] != NULL, CT_ERR_INVALID_ARG, "optimizer: parameter %d is NULL", i);
+        CT_CHECK_OBJ(params[i], NULL, "optimizer: parameter %d is NULL", i);
         CT_CHECK_NULL(ct_is_leaf(params[i]), CT_ERR_INVALID_ARG, "optimizer: can't optimize a non-leaf Tensor (parameter %d)", i);
         CT_CHECK_NULL(ct_dtype_is_floating(ct_dtype_of(params[i])), CT_ERR_DTYPE,
                       "optimizer: parameter %d has dtype %s; only floating-point parameters can be optimized", i,
@@ -83,6 +83,7 @@ ct_optimizer *ct_adamw_params(ct_tensor *const *params, int n, ct_adam_opts o) {
 
 #define FOR_MODULE(call)                          \
     do {                                          \
+        CT_CHECK_OBJ(model, NULL, "optimizer: NULL module"); \
         int n_;                                   \
         ct_tensor **p_ = module_params(model, &n_); \
         if (!p_ && n_ > 0) {                      \
@@ -131,7 +132,7 @@ static ct_status step_one(ct_optimizer *o, param_state *s) {
 }
 
 ct_status ct_step(ct_optimizer *opt) {
-    CT_CHECK_STATUS(opt != NULL, CT_ERR_INVALID_ARG, "step: NULL optimizer");
+    CT_CHECK_OBJ_STATUS(opt, "step: NULL optimizer");
     bool prev = ct_is_grad_enabled();
     ct_set_grad_enabled(false);
     ct_status st = CT_OK;
@@ -142,7 +143,7 @@ ct_status ct_step(ct_optimizer *opt) {
 }
 
 ct_status ct_zero_grad(ct_optimizer *opt) {
-    CT_CHECK_STATUS(opt != NULL, CT_ERR_INVALID_ARG, "zero_grad: NULL optimizer");
+    CT_CHECK_OBJ_STATUS(opt, "zero_grad: NULL optimizer");
     for (int i = 0; i < opt->n; i++) ct_set_grad(opt->p[i].param, NULL);
     return CT_OK;
 }
@@ -152,7 +153,7 @@ double ct_optimizer_lr(const ct_optimizer *opt) {
 }
 
 ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr) {
-    CT_CHECK_STATUS(opt != NULL, CT_ERR_INVALID_ARG, "set_lr: NULL optimizer");
+    CT_CHECK_OBJ_STATUS(opt, "set_lr: NULL optimizer");
     CT_CHECK_STATUS(lr >= 0 && isfinite(lr), CT_ERR_INVALID_ARG, "set_lr: Invalid learning rate: %g", lr);
     if (opt->kind == OPT_SGD) opt->sgd.lr = lr; else opt->adam.lr = lr;
     return CT_OK;
@@ -189,7 +190,7 @@ static ct_status clip_gradients(ct_tensor *const *p, int n, double max_norm, dou
 }
 
 ct_status ct_clip_grad_norm(ct_module *model, double max_norm, double norm_type, double *total_norm) {
-    CT_CHECK_STATUS(model != NULL, CT_ERR_INVALID_ARG, "clip_grad_norm_: NULL module");
+    CT_CHECK_OBJ_STATUS(model, "clip_grad_norm_: NULL module");
     int n;
     ct_tensor **p = module_params(model, &n);
     CT_CHECK_STATUS(p || n <= 0, CT_ERR_OOM, "clip_grad_norm_: out of memory");

@@ -47,7 +47,7 @@ static unsigned full_state(const ct_optimizer *opt) {
 }
 
 ct_tensor_dict *ct_optimizer_state_dict(const ct_optimizer *opt) {
-    CT_CHECK_NULL(opt != NULL, CT_ERR_INVALID_ARG, "optimizer state_dict: NULL optimizer");
+    CT_CHECK_OBJ(opt, NULL, "optimizer state_dict: NULL optimizer");
     ct_tensor_dict *d = ct_tensor_dict_new();
     if (!d) return NULL;
     char name[64], value[64];
@@ -200,7 +200,7 @@ static ct_status apply_param(ct_optimizer *opt, const ct_tensor_dict *d, int i, 
 }
 
 ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_tensor_dict *d) {
-    CT_CHECK_STATUS(opt && d, CT_ERR_INVALID_ARG, "optimizer load_state_dict: NULL %s", opt ? "state dict" : "optimizer");
+    CT_CHECK_OBJ_STATUS(opt && d, "optimizer load_state_dict: NULL %s", opt ? "state dict" : "optimizer");
     unsigned *masks = calloc((size_t)opt->n, sizeof *masks);
     CT_CHECK_STATUS(masks, CT_ERR_OOM, "optimizer load_state_dict: out of memory");
     double lr = 0, steps = 0;

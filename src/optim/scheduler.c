@@ -53,8 +53,12 @@ static double lr_at(const ct_scheduler *s, int e) {
     return s->base_lr;
 }
 
+/* Every constructor checks opt before its other arguments: a NULL optimizer
+ * is the result of a failed call, and that call's error is the one to keep. */
+#define CHECK_OPT(opt) CT_CHECK_OBJ(opt, NULL, "lr_scheduler: NULL optimizer")
+
 static ct_scheduler *sched_new(sched_kind kind, ct_optimizer *opt) {
-    CT_CHECK_NULL(opt != NULL, CT_ERR_INVALID_ARG, "lr_scheduler: NULL optimizer");
+    CHECK_OPT(opt);
     ct_scheduler *s = calloc(1, sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "lr_scheduler: out of memory");
     s->kind = kind;
@@ -73,6 +77,7 @@ static ct_scheduler *start(ct_scheduler *s) {
 
 
 ct_scheduler *ct_step_lr(ct_optimizer *opt, int step_size, double gamma) {
+    CHECK_OPT(opt);
     CT_CHECK_NULL(step_size > 0, CT_ERR_INVALID_ARG, "StepLR: step_size must be positive, got %d", step_size);
     ct_scheduler *s = sched_new(SCHED_STEP, opt);
     if (s) s->step_size = step_size, s->gamma = gamma;
@@ -80,6 +85,7 @@ ct_scheduler *ct_step_lr(ct_optimizer *opt, int step_size, double gamma) {
 }
 
 ct_scheduler *ct_multistep_lr(ct_optimizer *opt, const int *milestones, int n, double gamma) {
+    CHECK_OPT(opt);
     CT_CHECK_NULL(n >= 0 && (milestones || n == 0), CT_ERR_INVALID_ARG, "MultiStepLR: bad milestone list");
     for (int i = 1; i < n; i++)
         CT_CHECK_NULL(milestones[i] > milestones[i - 1], CT_ERR_INVALID_ARG,
@@ -100,6 +106,7 @@ ct_scheduler *ct_multistep_lr(ct_optimizer *opt, const int *milestones, int n, d
 }
 
 ct_scheduler *ct_cosine_annealing_lr(ct_optimizer *opt, int t_max, double eta_min) {
+    CHECK_OPT(opt);
     CT_CHECK_NULL(t_max > 0, CT_ERR_INVALID_ARG, "CosineAnnealingLR: T_max must be positive, got %d", t_max);
     ct_scheduler *s = sched_new(SCHED_COSINE, opt);
     if (s) s->t_max = t_max, s->eta_min = eta_min;
@@ -107,6 +114,7 @@ ct_scheduler *ct_cosine_annealing_lr(ct_optimizer *opt, int t_max, double eta_mi
 }
 
 ct_scheduler *ct_onecycle_lr(ct_optimizer *opt, double max_lr, int total_steps) {
+    CHECK_OPT(opt);
     CT_CHECK_NULL(total_steps > 1 && max_lr > 0, CT_ERR_INVALID_ARG,
                   "OneCycleLR: Expected positive max_lr and total_steps > 1, got %g and %d", max_lr, total_steps);
     ct_scheduler *s = sched_new(SCHED_ONECYCLE, opt);
@@ -115,6 +123,7 @@ ct_scheduler *ct_onecycle_lr(ct_optimizer *opt, double max_lr, int total_steps) 
 }
 
 ct_scheduler *ct_linear_lr(ct_optimizer *opt, double start_factor, double end_factor, int total_iters) {
+    CHECK_OPT(opt);
     CT_CHECK_NULL(start_factor > 0 && start_factor <= 1 && end_factor >= 0 && end_factor <= 1, CT_ERR_INVALID_ARG,
                   "LinearLR: Starting multiplicative factor expected to be greater than 0 and less or equal to 1, "
                   "got %g (end factor %g)", start_factor, end_factor);
@@ -125,7 +134,7 @@ ct_scheduler *ct_linear_lr(ct_optimizer *opt, double start_factor, double end_fa
 }
 
 ct_status ct_scheduler_step(ct_scheduler *s) {
-    CT_CHECK_STATUS(s != NULL, CT_ERR_INVALID_ARG, "scheduler.step: NULL scheduler");
+    CT_CHECK_OBJ_STATUS(s, "scheduler.step: NULL scheduler");
     /* PyTorch allows exactly total_steps calls of step() after the
      * constructor's (the last one extrapolates the annealing past its end)
      * and refuses the next, naming the count it would have reached. */

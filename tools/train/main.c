@@ -143,9 +143,7 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
             ct_tensor *x, *y;
             s = batch_to_device(&b, r->dev, &x, &y);
             phase_lap(&mark, &phase[PHASE_DATA]);
-            ct_tensor *loss = s == CT_OK ? ct_cross_entropy(ct_forward(r->model, x), y, NULL,
-                                                            CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_MEAN, 0.0)
-                                         : NULL;
+            ct_tensor *loss = s == CT_OK ? ct_cross_entropy(ct_forward(r->model, x), y) : NULL;
             if (s == CT_OK && !loss) s = ct_last_status(); /* the forward's own error, e.g. out of memory */
             phase_lap(&mark, &phase[PHASE_FORWARD]);
             if (s == CT_OK) s = ct_zero_grad(r->opt);
@@ -198,7 +196,7 @@ static ct_status evaluate(run *r, epoch_result *res) {
                 s = batch_to_device(&b, r->dev, &x, &y);
                 ct_tensor *logits = s == CT_OK ? ct_forward(r->model, x) : NULL;
                 if (s == CT_OK && !logits) s = ct_last_status();
-                ct_tensor *loss = ct_cross_entropy(logits, y, NULL, CT_IGNORE_INDEX_DEFAULT, CT_REDUCTION_SUM, 0.0);
+                ct_tensor *loss = ct_cross_entropy(logits, y, .reduction = CT_REDUCTION_SUM);
                 ct_tensor *hits = ct_sum_all(ct_eq(ct_argmax(logits, 1, false), y));
                 double l = 0, h = 0;
                 if (s == CT_OK) s = ct_item_checked(loss, &l);
