@@ -273,6 +273,8 @@ static void test_on_device(void) {
             CT_EXPECT_INT_EQ(ct_clamp_(t, NAN, 5), CT_OK);
             CT_EXPECT_INT_EQ(ct_zero_(ct_select(t, 1, 0)), CT_OK);
         }
+        CT_EXPECT(ct_mul_(gpu, row) == CT_ERR_DEVICE); /* a CPU tensor with dims is refused, as PyTorch */
+        CT_EXPECT_ERROR(CT_ERR_DEVICE, "Expected all tensors to be on the same device");
         CT_EXPECT(ct_device_of(gpu).type == CT_DEVICE_OPENCL);
         CT_EXPECT_CLOSE(gpu, ((double[]){0, 0, 5, 0, 5, 0}), 6, 0, 0);
         CT_EXPECT_CLOSE(cpu, ((double[]){0, 0, 5, 0, 5, 0}), 6, 0, 0);

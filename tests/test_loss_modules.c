@@ -126,8 +126,8 @@ static void test_loss_defaults(void) {
         /* cross_entropy(ignore_index=0): class 0 needs the flag */
         ct_tensor *z = lf_tensor_of(&f, "ce0_input", CT_FLOAT64), *t0 = lf_tensor_of(&f, "ce0_target", CT_INT64);
         ct_set_requires_grad(z, true);
-        EXPECT_LOSS_AND_GRAD(&f, "ce0", z, ct_cross_entropy(z, t0, .ignore_index = 0, .has_ignore_index = true));
-        ct_module *ce = ct_nn_cross_entropy_loss(.ignore_index = 0, .has_ignore_index = true);
+        EXPECT_LOSS_AND_GRAD(&f, "ce0", z, ct_cross_entropy(z, t0, CT_IGNORE_INDEX(0)));
+        ct_module *ce = ct_nn_cross_entropy_loss(CT_IGNORE_INDEX(0));
         EXPECT_LOSS_AND_GRAD(&f, "ce0", z, ct_loss(ce, z, t0));
         ct_module_free(ce);
         /* without it a zero field is PyTorch's -100 (documented), so class 0 counts */

@@ -12,7 +12,7 @@
  *         -> ct_cross_entropy(logits, target, .weight = w, .label_smoothing = 0.1,
  *                             .reduction = CT_REDUCTION_SUM)
  *     F.nll_loss(logp, target, ignore_index=0)
- *         -> ct_nll_loss(logp, target, .ignore_index = 0, .has_ignore_index = true)
+ *         -> ct_nll_loss(logp, target, CT_IGNORE_INDEX(0))
  *
  * The macros call ct_<loss>_opts(input, target, ct_loss_opts), which takes
  * a ready-made options struct (CT_LOSS_OPTS(...) builds one). nn.h has the
@@ -67,6 +67,8 @@ typedef struct ct_loss_opts {
     double label_smoothing;      /* cross_entropy, in [0, 1] */
 } ct_loss_opts;
 #define CT_LOSS_OPTS(...) ((ct_loss_opts){.reserved_ = 0, __VA_ARGS__})
+/* ignore_index=i for any i, 0 included: both fields at once. */
+#define CT_IGNORE_INDEX(i) .ignore_index = (i), .has_ignore_index = true
 
 #define ct_mse_loss(input, target, ...) \
     ct_mse_loss_opts((input), (target), CT_LOSS_OPTS(__VA_ARGS__))

@@ -11,21 +11,6 @@
 
 #include "core/internal.h"
 
-/* PyTorch's scalar-type names, as its dtype-mismatch messages use them. */
-static const char *torch_type_name(ct_dtype dt) {
-    switch (dt) {
-    case CT_FLOAT32: return "Float";
-    case CT_FLOAT64: return "Double";
-    case CT_FLOAT16: return "Half";
-    case CT_BFLOAT16: return "BFloat16";
-    case CT_INT32: return "Int";
-    case CT_INT64: return "Long";
-    case CT_UINT8: return "Byte";
-    case CT_BOOL: return "Bool";
-    default: return ct_dtype_name(dt);
-    }
-}
-
 /* Both tensors' values, broadcast to their common shape, as host doubles
  * (malloc'd; the caller frees). *n receives the element count. */
 static ct_status broadcast_to_host(const char *op, const ct_tensor *a, const ct_tensor *b,
@@ -72,7 +57,7 @@ ct_status ct_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, doubl
     CT_CHECK_STATUS(atol >= 0, CT_ERR_INVALID_ARG,
                     "%s: atol must be greater than or equal to zero, but got %g", op, atol);
     CT_CHECK_STATUS(a->dtype == b->dtype, CT_ERR_DTYPE, "%s: %s did not match %s", op,
-                    torch_type_name(a->dtype), torch_type_name(b->dtype));
+                    cti_scalar_type_name(a->dtype), cti_scalar_type_name(b->dtype));
     const ct_tensor *pair[2] = {a, b};
     if (!ct_check_same_device(op, pair, 2)) return ct_last_status();
 

@@ -29,21 +29,6 @@
 
 /* ---- names for PyTorch's messages ------------------------------------------------ */
 
-/* ScalarType names ("expected scalar type Float but found Double"). */
-static const char *scalar_type_name(ct_dtype dt) {
-    switch (dt) {
-    case CT_FLOAT32: return "Float";
-    case CT_FLOAT64: return "Double";
-    case CT_FLOAT16: return "Half";
-    case CT_BFLOAT16: return "BFloat16";
-    case CT_INT32: return "Int";
-    case CT_INT64: return "Long";
-    case CT_UINT8: return "Byte";
-    case CT_BOOL: return "Bool";
-    default: return "Undefined";
-    }
-}
-
 /* C++ type names ("Input type (float) and bias type (double)"). */
 static const char *cpp_type_name(ct_dtype dt) {
     switch (dt) {
@@ -164,8 +149,8 @@ static bool check_dtypes(const char *op, const ct_tensor *input, const ct_tensor
                  "%s: Input type (%s) and bias type (%s) should be the same", op,
                  cpp_type_name(input->dtype), cpp_type_name(bias ? bias->dtype : input->dtype));
     CT_CHECK_RET(weight->dtype == input->dtype, false, CT_ERR_DTYPE,
-                 "%s: expected scalar type %s but found %s", op, scalar_type_name(input->dtype),
-                 scalar_type_name(weight->dtype));
+                 "%s: expected scalar type %s but found %s", op, cti_scalar_type_name(input->dtype),
+                 cti_scalar_type_name(weight->dtype));
     CT_CHECK_RET(input->dtype != CT_BOOL, false, CT_ERR_DTYPE,
                  "%s: \"slow_conv2d_cpu\" not implemented for 'Bool'", op);
     return true;
@@ -680,11 +665,11 @@ static bool check_grad_out(const conv_plan *pl, const ct_tensor *grad_out, const
                  ct_shape_str(want, nd, ws, sizeof ws),
                  ct_shape_str(grad_out->shape, grad_out->ndim, gs, sizeof gs));
     CT_CHECK_RET(grad_out->dtype == input->dtype, false, CT_ERR_DTYPE,
-                 "%s: expected scalar type %s but found %s", op, scalar_type_name(input->dtype),
-                 scalar_type_name(grad_out->dtype));
+                 "%s: expected scalar type %s but found %s", op, cti_scalar_type_name(input->dtype),
+                 cti_scalar_type_name(grad_out->dtype));
     CT_CHECK_RET(ct_dtype_is_floating(input->dtype), false, CT_ERR_DTYPE,
                  "%s: \"slow_conv2d_cpu_grad_input\" not implemented for '%s'", op,
-                 scalar_type_name(input->dtype));
+                 cti_scalar_type_name(input->dtype));
     return true;
 }
 

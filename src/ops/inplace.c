@@ -137,6 +137,10 @@ static ct_status direct(const inplace_op *o, ct_tensor *self, const ct_tensor *o
 
 static ct_status apply(const inplace_op *o, ct_tensor *self, const ct_tensor *other) {
     if (!self || (o->kind == IP_BINARY && !other)) return ct_error_null_input(o->name);
+    if (other && !(other->ndim == 0 && other->storage->device.type == CT_DEVICE_CPU)) {
+        const ct_tensor *both[2] = {self, other}; /* only a CPU scalar may come from elsewhere */
+        if (!ct_check_same_device(o->name, both, 2)) return ct_last_status();
+    }
     bool record;
     CT_TRY(check_write(o->name, self, other, &record));
     if (!record) {

@@ -96,21 +96,6 @@ ct_tensor *cti_loss_sum_to(const ct_tensor *t, const int64_t *shape, int ndim) {
     return out;
 }
 
-/* PyTorch's ScalarType names, for messages that quote PyTorch's. */
-static const char *torch_type_name(ct_dtype dt) {
-    switch (dt) {
-    case CT_FLOAT32: return "Float";
-    case CT_FLOAT64: return "Double";
-    case CT_FLOAT16: return "Half";
-    case CT_BFLOAT16: return "BFloat16";
-    case CT_INT32: return "Int";
-    case CT_INT64: return "Long";
-    case CT_UINT8: return "Byte";
-    case CT_BOOL: return "Bool";
-    default: return "Undefined";
-    }
-}
-
 /* ---- operands of an elementwise loss ----------------------------------------------------- */
 
 /* The operands cast to one dtype and expanded to the loss's shape; each
@@ -245,7 +230,7 @@ static bool mse_prepare(const char *name, const ct_tensor *input, const ct_tenso
     if (!ct_check_same_device(name, ts, 2)) return false;
     p->dtype = cti_result_type(input, target);
     CT_CHECK_RET(ct_dtype_is_floating(p->dtype), false, CT_ERR_DTYPE,
-                 "%s: \"mse\" not implemented for '%s'", name, torch_type_name(p->dtype));
+                 "%s: \"mse\" not implemented for '%s'", name, cti_scalar_type_name(p->dtype));
     if (!ct_broadcast_shapes(name, input->shape, input->ndim, target->shape, target->ndim,
                              p->shape, &p->ndim))
         return false;
@@ -318,11 +303,11 @@ static bool bce_prepare(const char *name, const ct_tensor *input, const ct_tenso
                  ct_shape_str(input->shape, input->ndim, b, sizeof b));
     CT_CHECK_RET(ct_dtype_is_floating(input->dtype), false, CT_ERR_DTYPE,
                  "%s: \"log_sigmoid_forward\" not implemented for '%s'", name,
-                 torch_type_name(input->dtype));
+                 cti_scalar_type_name(input->dtype));
     p->dtype = cti_result_type(input, target);
     CT_CHECK_RET(ct_dtype_is_floating(target->dtype), false, CT_ERR_DTYPE,
                  "%s: result type %s can't be cast to the desired output type %s", name,
-                 torch_type_name(p->dtype), torch_type_name(target->dtype));
+                 cti_scalar_type_name(p->dtype), cti_scalar_type_name(target->dtype));
     if (!bce_check_broadcast(name, input, weight) || !bce_check_broadcast(name, input, pos_weight))
         return false;
     p->ndim = input->ndim;

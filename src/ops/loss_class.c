@@ -46,20 +46,6 @@ static void prep_release(class_prep *p) {
     p->in = p->target = p->weight = NULL;
 }
 
-static const char *torch_type_name(ct_dtype dt) {
-    switch (dt) {
-    case CT_FLOAT32: return "Float";
-    case CT_FLOAT64: return "Double";
-    case CT_FLOAT16: return "Half";
-    case CT_BFLOAT16: return "BFloat16";
-    case CT_INT32: return "Int";
-    case CT_INT64: return "Long";
-    case CT_UINT8: return "Byte";
-    case CT_BOOL: return "Bool";
-    default: return "Undefined";
-    }
-}
-
 static bool same_shape(const ct_tensor *a, const ct_tensor *b) {
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
@@ -139,16 +125,16 @@ static bool prepare_class(const class_req *q, const ct_tensor *input, const ct_t
     memset(p, 0, sizeof *p);
     CT_CHECK_RET(ct_dtype_is_floating(input->dtype), false, CT_ERR_DTYPE,
                  "%s: \"%s\" not implemented for '%s'", q->name,
-                 q->logits ? "log_softmax" : "nll_loss", torch_type_name(input->dtype));
+                 q->logits ? "log_softmax" : "nll_loss", cti_scalar_type_name(input->dtype));
     if (!check_class_shapes(q->name, input, target)) return false;
     CT_CHECK_RET(target->dtype == CT_INT64 || target->dtype == CT_UINT8, false, CT_ERR_DTYPE,
                  "%s: expected scalar type Long but found %s", q->name,
-                 torch_type_name(target->dtype));
+                 cti_scalar_type_name(target->dtype));
     set_geometry(p, input);
     if (!check_weight(q->name, weight, p->a.classes)) return false;
     CT_CHECK_RET(!weight || weight->dtype == input->dtype, false, CT_ERR_DTYPE,
                  "%s: expected scalar type %s but found %s", q->name,
-                 torch_type_name(input->dtype), torch_type_name(weight->dtype));
+                 cti_scalar_type_name(input->dtype), cti_scalar_type_name(weight->dtype));
     p->a.ignore_index = q->ignore_index;
     p->a.smoothing = q->smoothing;
     p->a.logits = q->logits;
@@ -169,12 +155,12 @@ static bool prepare_prob(const class_req *q, const ct_tensor *input, const ct_te
     memset(p, 0, sizeof *p);
     CT_CHECK_RET(ct_dtype_is_floating(target->dtype), false, CT_ERR_DTYPE,
                  "%s: Expected floating point type for target with class probabilities, got %s",
-                 q->name, torch_type_name(target->dtype));
+                 q->name, cti_scalar_type_name(target->dtype));
     CT_CHECK_RET(q->ignore_index < 0, false, CT_ERR_INVALID_ARG,
                  "%s: ignore_index is not supported for floating point target", q->name);
     CT_CHECK_RET(ct_dtype_is_floating(input->dtype), false, CT_ERR_DTYPE,
                  "%s: \"log_softmax\" not implemented for '%s'", q->name,
-                 torch_type_name(input->dtype));
+                 cti_scalar_type_name(input->dtype));
     CT_CHECK_RET(input->ndim >= 1, false, CT_ERR_SHAPE, "%s: Expected 1 or more dimensions (got %d)",
                  q->name, input->ndim);
     set_geometry(p, input);

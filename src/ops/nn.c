@@ -18,23 +18,9 @@
 
 /* ---- shared helpers ------------------------------------------------------------------ */
 
-const char *cti_nn_torch_type(ct_dtype dt) {
-    switch (dt) {
-    case CT_FLOAT32: return "Float";
-    case CT_FLOAT64: return "Double";
-    case CT_FLOAT16: return "Half";
-    case CT_BFLOAT16: return "BFloat16";
-    case CT_INT32: return "Int";
-    case CT_INT64: return "Long";
-    case CT_UINT8: return "Byte";
-    case CT_BOOL: return "Bool";
-    default: return "Undefined";
-    }
-}
-
 bool cti_nn_check_floating(const char *op, const ct_tensor *t) {
     CT_CHECK_RET(ct_dtype_is_floating(t->dtype), false, CT_ERR_DTYPE,
-                 "\"%s\" not implemented for '%s'", op, cti_nn_torch_type(t->dtype));
+                 "\"%s\" not implemented for '%s'", op, cti_scalar_type_name(t->dtype));
     return true;
 }
 
@@ -130,7 +116,7 @@ ct_tensor *cti_dropout_forward(const ct_tensor *input, double p, bool training,
     if (!training || p == 0.0) return cti_nn_alias(input);
     CT_CHECK_NULL(ct_dtype_is_floating(input->dtype), CT_ERR_DTYPE,
                   "dropout: result type Float can't be cast to the desired output type %s",
-                  cti_nn_torch_type(input->dtype));
+                  cti_scalar_type_name(input->dtype));
     ct_tensor *m = dropout_mask(input, p);
     ct_tensor *out = m ? masked_scale("dropout", input, m, dropout_scale(p)) : NULL;
     if (out && mask) *mask = m;
@@ -189,7 +175,7 @@ static bool check_indices_dtype(const char *op, const ct_tensor *indices) {
     CT_CHECK_RET(indices->dtype == CT_INT64 || indices->dtype == CT_INT32, false, CT_ERR_DTYPE,
                  "%s: Expected tensor for argument #1 'indices' to have one of the following "
                  "scalar types: Long, Int; but got %s instead (while checking arguments for "
-                 "embedding)", op, cti_nn_torch_type(indices->dtype));
+                 "embedding)", op, cti_scalar_type_name(indices->dtype));
     return true;
 }
 

@@ -18,10 +18,6 @@
          : ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s", (opname),            \
                         cti_backend(t)->name))
 
-/* PyTorch's ScalarType names ("Float", "Int", …), for messages that quote
- * PyTorch's. */
-const char *cti_nn_torch_type(ct_dtype dt);
-
 /* PyTorch's '"op" not implemented for 'Int'' unless t is floating. */
 bool cti_nn_check_floating(const char *op, const ct_tensor *t);
 

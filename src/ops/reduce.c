@@ -22,21 +22,6 @@
  * a call per group of kept dims. */
 #define CT_REDUCE_MIN_WORK_PER_CALL 4096
 
-/* PyTorch's ScalarType names, for messages that quote PyTorch's. */
-static const char *torch_type_name(ct_dtype dt) {
-    switch (dt) {
-    case CT_FLOAT32: return "Float";
-    case CT_FLOAT64: return "Double";
-    case CT_FLOAT16: return "Half";
-    case CT_BFLOAT16: return "BFloat16";
-    case CT_INT32: return "Int";
-    case CT_INT64: return "Long";
-    case CT_UINT8: return "Byte";
-    case CT_BOOL: return "Bool";
-    default: return "Undefined";
-    }
-}
-
 const char *cti_reduce_name(ct_reduce_op op) {
     switch (op) {
     case CT_RED_SUM: return "sum";
@@ -90,7 +75,7 @@ static bool reduced_mask(const reduce_req *q, const ct_tensor *a, bool *mask) {
 }
 
 static bool check_dtype(const reduce_req *q, ct_dtype dt) {
-    const char *tn = torch_type_name(dt);
+    const char *tn = cti_scalar_type_name(dt);
     switch (q->op) {
     case CT_RED_MEAN:
         CT_CHECK_RET(ct_dtype_is_floating(dt), false, CT_ERR_DTYPE,
