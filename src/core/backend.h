@@ -43,6 +43,7 @@ typedef struct ct_kview {
     ct_dtype dtype;
     int ndim;
     int device;                   /* device index within the backend */
+    ct_device_type device_type;   /* whose handle `data` is (shared GPU code needs it) */
     int64_t shape[CT_MAX_DIMS];
     int64_t strides[CT_MAX_DIMS]; /* elements; 0 on broadcast dims */
 } ct_kview;
@@ -84,10 +85,15 @@ typedef enum ct_random_kind {
     CT_RAND_INT                   /* integers in [a, b) */
 } ct_random_kind;
 
+struct ct_gpu_device; /* src/backends/gpu/gpu.h */
+
 typedef struct ct_backend {
     int api_version;
     const char *name;
     ct_device_type type;
+    /* GPU backends: the kernel-launch table the shared host code of
+     * src/backends/gpu/ drives (NULL for the CPU). */
+    const struct ct_gpu_device *gpu;
 
     /* devices */
     int (*device_count)(void);

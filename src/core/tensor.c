@@ -85,6 +85,7 @@ ct_kview ct_kview_of(const ct_tensor *t) {
     v.dtype = t->dtype;
     v.ndim = t->ndim;
     v.device = t->storage->device.index;
+    v.device_type = t->storage->device.type;
     memcpy(v.shape, t->shape, sizeof v.shape);
     memcpy(v.strides, t->strides, sizeof v.strides);
     for (int i = t->ndim; i < CT_MAX_DIMS; i++) v.shape[i] = 1, v.strides[i] = 0;

@@ -73,6 +73,7 @@ static void broadcast_kview(const ct_tensor *t, const int64_t *shape, int ndim, 
     v->dtype = t->dtype;
     v->ndim = ndim;
     v->device = t->storage->device.index;
+    v->device_type = t->storage->device.type;
     for (int i = 0; i < CT_MAX_DIMS; i++) {
         v->shape[i] = i < ndim ? shape[i] : 1;
         v->strides[i] = 0;

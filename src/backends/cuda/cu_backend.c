@@ -24,6 +24,7 @@
 
 #include "core/alloc_common.h" /* ct_format_size */
 #include "core/runtime.h"
+#include "backends/gpu/gpu.h"
 #include "cu_internal.h"
 
 #ifndef CTORCH_CUDA_ARCHS
@@ -449,6 +450,7 @@ const ct_backend ct_cuda_backend = {
     .api_version = CT_BACKEND_API_VERSION,
     .name = "cuda",
     .type = CT_DEVICE_CUDA,
+    .gpu = &ct_cu_gpu,
     .device_count = cu_device_count,
     .no_device_reason = no_device_reason,
     .device_name = cu_device_name,
@@ -462,14 +464,14 @@ const ct_backend ct_cuda_backend = {
     .fill = ct_cu_fill,
     .arange = ct_cu_arange,
     .random = ct_cu_random,
-    .unary = ct_cu_unary,
-    .binary = ct_cu_binary,
-    .where = ct_cu_where,
+    .unary = ct_gpu_unary,
+    .binary = ct_gpu_binary,
+    .where = ct_gpu_where,
     .reduce = ct_cu_reduce,
     .matmul = ct_cu_matmul,
     .softmax = ct_cu_softmax,
-    .index_select = ct_cu_index_select,
-    .gather = ct_cu_gather,
+    .index_select = ct_gpu_index_select,
+    .gather = ct_gpu_gather,
     .uses_caching_allocator = true,
     .mem_get_info = cu_mem_get_info,
     .stream_create = cu_stream_create,

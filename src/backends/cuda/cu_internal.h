@@ -77,25 +77,24 @@ static inline unsigned ct_cu_blocks(int64_t n) {
 ct_status ct_cu_launched(const char *kernel);
 
 /* ---- tables the other files provide (NULL-free only when implemented) ---- */
-/* cu_ops.cuh (in cu_kernels.cu): copy, fill, arange, random, unary, binary,
- * where, reduce, softmax, index_select, gather — same signatures as the
- * ct_backend members. */
+/* cu_ops.cuh (in cu_kernels.cu): copy, fill, arange, random, reduce,
+ * softmax — same signatures as the ct_backend members. */
 ct_status ct_cu_copy(const ct_kview *dst, const ct_kview *src);
 ct_status ct_cu_fill(const ct_kview *dst, double value);
 ct_status ct_cu_arange(const ct_kview *dst, double start, double step);
 ct_status ct_cu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
                        double b);
-ct_status ct_cu_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0, double p1);
-ct_status ct_cu_binary(ct_binary_op op, const ct_kview *out, const ct_kview *a, const ct_kview *b,
-                       double alpha);
-ct_status ct_cu_where(const ct_kview *out, const ct_kview *cond, const ct_kview *a, const ct_kview *b);
 ct_status ct_cu_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index, const ct_kview *in,
                        double param);
 ct_status ct_cu_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim, int64_t inner,
                         bool log);
-ct_status ct_cu_index_select(const ct_kview *out, const ct_kview *in, const ct_kview *index, int64_t outer,
-                             int64_t dim_in, int64_t inner);
-ct_status ct_cu_gather(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
+
+/* cu_kernels.cu: every kernel's address in kernels/kernels.def order, and
+ * their count; cu_gpu.c: the table of the shared GPU host layer built on it
+ * (elementwise, where and indexing run there). */
+extern const void *const ct_cu_kernel_table[];
+extern const int ct_cu_kernel_count;
+extern const struct ct_gpu_device ct_cu_gpu;
 
 /* cu_blas.c: matmul through cuBLAS (TF32 per ct_backends settings). */
 ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);

@@ -25,3 +25,12 @@
 
 #include "cu_ops.cuh"
 #include "cu_nn.cuh"
+
+/* Every kernel's address, in the order of kernels/kernels.def: the shared
+ * GPU host layer launches kernels by id (cu_gpu.c). */
+extern "C" const void *const ct_cu_kernel_table[] = {
+#define CT_KERNEL(name) (const void *)name,
+#include "kernels/kernels.def"
+#undef CT_KERNEL
+};
+extern "C" const int ct_cu_kernel_count = (int)(sizeof ct_cu_kernel_table / sizeof ct_cu_kernel_table[0]);

@@ -1,6 +1,7 @@
 /*
- * cu_ops.cuh — launchers of the data, elementwise, where, indexing,
- * reduction and softmax kernels (included once, by cu_kernels.cu).
+ * cu_ops.cuh — launchers of the data, reduction and softmax kernels
+ * (included once, by cu_kernels.cu); elementwise, where and indexing are
+ * the shared GPU host layer's (src/backends/gpu/).
  *
  * Each entry is the CUDA twin of the OpenCL one (src/backends/opencl/
  * cl_data.c, cl_ops.c, cl_reduce.c): the same checks and messages, the
@@ -210,166 +211,9 @@ extern "C" ct_status ct_cu_random(const ct_kview *dst, ct_random_kind kind, uint
                         range);
 }
 
-/* ---- elementwise --------------------------------------------------------------------------------- */
-
-/* Float-to-integer as the CPU backend converts (NaN 0, saturating). */
-static k_long cuops_to_long(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (k_long)v;
-}
-
-/* The compute type of a dtype: 'f' float (float32 and 16-bit), 'd' double,
- * 'l' long (integers and bool). */
-static char cuops_compute_kind(ct_dtype dt) {
-    if (dt == CT_FLOAT64) return 'd';
-    return ct_dtype_is_floating(dt) ? 'f' : 'l';
-}
-
-static bool cuops_unary_outputs_bool(ct_unary_op op) {
-    return op == CT_UN_ISNAN || op == CT_UN_ISINF || op == CT_UN_ISFINITE || op == CT_UN_LOGICAL_NOT;
-}
-
-static bool cuops_unary_has_integer_kernel(ct_unary_op op) {
-    switch (op) {
-    case CT_UN_NEG: case CT_UN_ABS: case CT_UN_SIGN: case CT_UN_SQUARE: case CT_UN_RELU:
-    case CT_UN_FLOOR: case CT_UN_CEIL: case CT_UN_ROUND: case CT_UN_TRUNC:
-    case CT_UN_ISNAN: case CT_UN_ISINF: case CT_UN_ISFINITE: case CT_UN_LOGICAL_NOT:
-    case CT_UN_CLAMP:
-        return true;
-    default:
-        return false;
-    }
-}
-
-extern "C" ct_status ct_cu_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0, double p1) {
-    CT_CHECK_STATUS((unsigned)op < CT_UN_COUNT_, CT_ERR_INTERNAL, "unary: unknown op %d", (int)op);
-    const char *name = cti_unary_name(op);
-    CT_CHECK_STATUS(ct_dtype_is_floating(in->dtype) || cuops_unary_has_integer_kernel(op), CT_ERR_DTYPE,
-                    "%s: not implemented for '%s' on cuda", name, ct_dtype_name(in->dtype));
-    CT_CHECK_STATUS(cuops_unary_outputs_bool(op) ? out->dtype == CT_BOOL : out->dtype == in->dtype,
-                    CT_ERR_INTERNAL, "%s: unexpected output dtype %s", name, ct_dtype_name(out->dtype));
-    ct_kmeta m[2];
-    const ct_kview *views[2] = {out, in};
-    int64_t n = cuops_merged_metas(views, 2, m);
-    if (n == 0) return CT_OK;
-    const int dev = out->device, cop = (int)op;
-    k_uchar *bo = cuops_buf(out);
-    const k_uchar *bi = cuops_buf(in);
-    /* clamp: a missing (NaN) bound is no bound */
-    bool clamp = op == CT_UN_CLAMP;
-    double lo = clamp && p0 != p0 ? -INFINITY : p0, hi = clamp && p1 != p1 ? INFINITY : p1;
-    switch (cuops_compute_kind(in->dtype)) {
-    case 'f':
-        return cuops_launch(dev, CUOPS_KERNEL(ct_k_unary_f), n, bo, m[0], bi, m[1], cop, (float)lo, (float)hi);
-    case 'd': return cuops_launch(dev, CUOPS_KERNEL(ct_k_unary_d), n, bo, m[0], bi, m[1], cop, lo, hi);
-    default: {
-        k_long l0 = p0 != p0 ? INT64_MIN : cuops_to_long(p0), l1 = p1 != p1 ? INT64_MAX : cuops_to_long(p1);
-        return cuops_launch(dev, CUOPS_KERNEL(ct_k_unary_l), n, bo, m[0], bi, m[1], cop, l0, l1);
-    }
-    }
-}
-
-/* Integer floor_divide/remainder: launch with a zeroed device flag and read
- * it back (waiting for the kernel), as the CPU reports a division by zero
- * synchronously. The flag is a cudaMalloc of its own, as OpenCL's is a
- * buffer of its own (so concurrent calls on other streams never share it). */
-static ct_status cuops_binary_long_checked(int dev, const char *name, const ct_kmeta *m, k_uchar *bo,
-                                           const k_uchar *ba, const k_uchar *bb, int cop, k_long alpha,
-                                           int64_t n) {
-    cudaStream_t s;
-    CT_TRY(cuops_stream(dev, &s));
-    k_int *flag_buf = NULL, flag = 0;
-    CT_CU_TRY(cudaMalloc((void **)&flag_buf, sizeof *flag_buf));
-    ct_status st = ct_cu_check(cudaMemsetAsync(flag_buf, 0, sizeof *flag_buf, s), "cudaMemsetAsync");
-    if (st == CT_OK)
-        st = cuops_launch(dev, CUOPS_KERNEL(ct_k_binary_l), n, bo, m[0], ba, m[1], bb, m[2], cop, alpha,
-                          flag_buf);
-    if (st == CT_OK)
-        st = ct_cu_check(cudaMemcpyAsync(&flag, flag_buf, sizeof flag, cudaMemcpyDeviceToHost, s),
-                         "cudaMemcpyAsync (reading the error flag)");
-    if (st == CT_OK) st = ct_cu_check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-    /* report the first error; a free failing after one is not news, but
-     * must not linger as CUDA's last error for the next launch check */
-    cudaError_t freed = cudaFree(flag_buf);
-    if (st == CT_OK) st = ct_cu_check(freed, "cudaFree");
-    else if (freed != cudaSuccess) (void)cudaGetLastError();
-    if (st == CT_OK && flag)
-        st = ct_error_set(CT_ERR_INVALID_ARG, "%s: ZeroDivisionError (integer division by zero)", name);
-    return st;
-}
-
-extern "C" ct_status ct_cu_binary(ct_binary_op op, const ct_kview *out, const ct_kview *a, const ct_kview *b,
-                                  double alpha) {
-    CT_CHECK_STATUS((unsigned)op < CT_BIN_COUNT_, CT_ERR_INTERNAL, "binary: unknown op %d", (int)op);
-    const char *name = cti_binary_name(op);
-    CT_CHECK_STATUS(a->dtype == b->dtype, CT_ERR_INTERNAL, "%s: operands of different dtypes", name);
-    const bool floating = ct_dtype_is_floating(a->dtype);
-    CT_CHECK_STATUS(floating || (op != CT_BIN_DIV && op != CT_BIN_ATAN2), CT_ERR_DTYPE,
-                    "\"%s_cuda\" not implemented for '%s'", name, ct_dtype_name(a->dtype));
-    const bool bool_out = op >= CT_BIN_EQ;
-    CT_CHECK_STATUS(bool_out ? out->dtype == CT_BOOL : out->dtype == a->dtype, CT_ERR_INTERNAL,
-                    "%s: unexpected output dtype %s", name, ct_dtype_name(out->dtype));
-    ct_kmeta m[3];
-    const ct_kview *views[3] = {out, a, b};
-    int64_t n = cuops_merged_metas(views, 3, m);
-    if (n == 0) return CT_OK;
-    const int dev = out->device, cop = (int)op;
-    k_uchar *bo = cuops_buf(out);
-    const k_uchar *ba = cuops_buf(a), *bb = cuops_buf(b);
-    /* The CPU's pow uses x * x and sqrt for exponents 2 and 0.5 exactly where
-     * its inner loop sees a stride-0 b: b constant along the innermost merged
-     * dim (they differ at -inf and -0, so the device must follow). */
-    const int b_scalar = m[2].ndim > 0 && m[2].strides[m[2].ndim - 1] == 0;
-    switch (cuops_compute_kind(a->dtype)) {
-    case 'f':
-        return cuops_launch(dev, CUOPS_KERNEL(ct_k_binary_f), n, bo, m[0], ba, m[1], bb, m[2], cop, (float)alpha,
-                            b_scalar);
-    case 'd':
-        return cuops_launch(dev, CUOPS_KERNEL(ct_k_binary_d), n, bo, m[0], ba, m[1], bb, m[2], cop, alpha,
-                            b_scalar);
-    default: {
-        k_long la = cuops_to_long(alpha);
-        if (op == CT_BIN_FLOOR_DIV || op == CT_BIN_REMAINDER)
-            return cuops_binary_long_checked(dev, name, m, bo, ba, bb, cop, la, n);
-        k_int *no_flag = NULL; /* only divisions can set it */
-        return cuops_launch(dev, CUOPS_KERNEL(ct_k_binary_l), n, bo, m[0], ba, m[1], bb, m[2], cop, la, no_flag);
-    }
-    }
-}
-
-extern "C" ct_status ct_cu_where(const ct_kview *out, const ct_kview *cond, const ct_kview *a, const ct_kview *b) {
-    CT_CHECK_STATUS(cond->dtype == CT_BOOL && a->dtype == out->dtype && b->dtype == out->dtype, CT_ERR_INTERNAL,
-                    "where: unexpected dtypes (condition %s, %s, %s -> %s)", ct_dtype_name(cond->dtype),
-                    ct_dtype_name(a->dtype), ct_dtype_name(b->dtype), ct_dtype_name(out->dtype));
-    ct_kmeta m[4];
-    const ct_kview *views[4] = {out, cond, a, b};
-    int64_t n = cuops_merged_metas(views, 4, m);
-    if (n == 0) return CT_OK;
-    return cuops_launch(out->device, CUOPS_KERNEL(ct_k_where), n, cuops_buf(out), m[0],
-                        (const k_uchar *)cuops_buf(cond), m[1], (const k_uchar *)cuops_buf(a), m[2],
-                        (const k_uchar *)cuops_buf(b), m[3]);
-}
-
-/* ---- indexing ----------------------------------------------------------------------------------- */
-
-extern "C" ct_status ct_cu_index_select(const ct_kview *out, const ct_kview *in, const ct_kview *index,
-                                        int64_t outer, int64_t dim_in, int64_t inner) {
-    ct_kmeta mo = cuops_meta(out), mi = cuops_meta(in), mx = cuops_meta(index);
-    if (mo.numel == 0) return CT_OK;
-    k_long lo = outer, ld = dim_in, li = inner, ln = mx.numel;
-    return cuops_launch(out->device, CUOPS_KERNEL(ct_k_index_select), mo.numel, cuops_buf(out), mo,
-                        (const k_uchar *)cuops_buf(in), mi, (const k_uchar *)cuops_buf(index), mx, lo, ld, li,
-                        ln);
-}
-
-extern "C" ct_status ct_cu_gather(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim) {
-    ct_kmeta mo = cuops_meta(out), mi = cuops_meta(in), mx = cuops_meta(index);
-    if (mo.numel == 0) return CT_OK;
-    return cuops_launch(out->device, CUOPS_KERNEL(ct_k_gather), mo.numel, cuops_buf(out), mo,
-                        (const k_uchar *)cuops_buf(in), mi, (const k_uchar *)cuops_buf(index), mx, dim);
-}
+/* Elementwise, where and indexing run through the shared GPU host layer
+ * (src/backends/gpu/gpu_elementwise.c) and this backend's launch table
+ * (cu_gpu.c). */
 
 /* ---- reductions, softmax ------------------------------------------------------------------ */
 

@@ -15,6 +15,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "backends/gpu/gpu.h"
 #include "core/backend.h"
 #include "core/error.h"
 
@@ -42,16 +43,10 @@ ct_status ct_cl_kernel(int dev, const char *name, cl_kernel *out);
 void ct_cl_kernel_lock(int dev);
 void ct_cl_kernel_unlock(int dev);
 
-/* The metadata of a strided tensor as kernels receive it (a struct passed by
- * value; the same layout is declared in src/kernels/kdefs.h as ct_kmeta). */
-typedef struct ct_cl_meta {
-    cl_long shape[8];
-    cl_long strides[8];
-    cl_long offset;      /* elements from the buffer start */
-    cl_long ndim;
-    cl_long numel;
-    cl_long dtype;       /* ct_dtype value */
-} ct_cl_meta;
+/* The metadata of a strided tensor as kernels receive it: the shared GPU
+ * layer's (src/backends/gpu/gpu.h), which src/kernels/kdefs.h mirrors as
+ * ct_kmeta. */
+typedef ct_gpu_meta ct_cl_meta;
 ct_cl_meta ct_cl_meta_of(const ct_kview *v);
 
 /* Enqueue a 1-D launch of n work items (rounded up to the work-group size;

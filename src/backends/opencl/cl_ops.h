@@ -1,8 +1,10 @@
 /*
- * cl_ops.h — the OpenCL backend's op entries (internal): elementwise, where,
- * reductions, softmax and indexing, each with exactly the signature of its
- * ct_backend member (src/core/backend.h) so that the backend table can point
- * at it. The kernels they launch are the .kh files of src/kernels/.
+ * cl_ops.h — the OpenCL backend's op entries (internal): reductions and
+ * softmax, each with exactly the signature of its ct_backend member
+ * (src/core/backend.h) so that the backend table can point at it, and the
+ * OpenCL table of the shared GPU host layer (src/backends/gpu/), which
+ * provides elementwise, where and indexing. The kernels they launch are the
+ * .kh files of src/kernels/.
  *
  * The second half declares the launch helpers that cl_ops.c shares with
  * cl_reduce.c.
@@ -12,29 +14,19 @@
 
 #include "cl_internal.h"
 
-ct_status ct_cl_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0,
-                      double p1);
-ct_status ct_cl_binary(ct_binary_op op, const ct_kview *out, const ct_kview *a, const ct_kview *b,
-                       double alpha);
-ct_status ct_cl_where(const ct_kview *out, const ct_kview *cond, const ct_kview *a,
-                      const ct_kview *b);
 ct_status ct_cl_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index,
                        const ct_kview *in, double param);
 ct_status ct_cl_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim,
                         int64_t inner, bool log);
-ct_status ct_cl_index_select(const ct_kview *out, const ct_kview *in, const ct_kview *index,
-                             int64_t outer, int64_t dim_in, int64_t inner);
-ct_status ct_cl_gather(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
-
 /* ---- shared by cl_ops.c and cl_reduce.c ---- */
 
 /* One kernel argument: its size and the address of its value (a cl_mem,
- * a ct_cl_meta, a scalar). */
-typedef struct ct_clops_arg {
-    size_t size;
-    const void *value;
-} ct_clops_arg;
-#define CT_CLOPS_ARG(x) ((ct_clops_arg){sizeof(x), &(x)})
+ * a ct_cl_meta, a scalar): the shared GPU layer's. */
+typedef ct_gpu_arg ct_clops_arg;
+#define CT_CLOPS_ARG(x) CT_GPU_ARG(x)
+
+/* The OpenCL backend's table for the shared GPU host code. */
+extern const ct_gpu_device ct_cl_gpu;
 
 /* Look up kernel `name` of device dev, set its arguments and enqueue it on
  * the current stream, all under the kernel lock. local == 0: a 1-D launch of
