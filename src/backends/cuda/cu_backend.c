@@ -9,8 +9,9 @@
  * ct_stream is one cudaStream_t, created by the core through stream_create,
  * so the op entries enqueue on the current stream of their device
  * (ct_cu_stream) and CUDA's legacy default stream is never used. The ops
- * themselves are the launchers of cu_kernels.cu (cu_ops.cuh, cu_nn.cuh),
- * cuBLAS (cu_blas.c) and cuDNN (cu_dnn.c).
+ * themselves are the shared GPU host layer (src/backends/gpu/, launching
+ * the kernels of cu_kernels.cu through cu_gpu.c), cuBLAS (cu_blas.c) and
+ * cuDNN (cu_dnn.c).
  *
  * The CUDA runtime is linked statically and loads the driver itself: with no
  * driver or no GPU, cudaGetDeviceCount fails and the backend has 0 devices,
@@ -460,16 +461,16 @@ const ct_backend ct_cuda_backend = {
     .free = cu_free,
     .write = cu_write,
     .read = cu_read,
-    .copy = ct_cu_copy,
-    .fill = ct_cu_fill,
-    .arange = ct_cu_arange,
-    .random = ct_cu_random,
+    .copy = ct_gpu_copy,
+    .fill = ct_gpu_fill,
+    .arange = ct_gpu_arange,
+    .random = ct_gpu_random,
     .unary = ct_gpu_unary,
     .binary = ct_gpu_binary,
     .where = ct_gpu_where,
-    .reduce = ct_cu_reduce,
+    .reduce = ct_gpu_reduce,
     .matmul = ct_cu_matmul,
-    .softmax = ct_cu_softmax,
+    .softmax = ct_gpu_softmax,
     .index_select = ct_gpu_index_select,
     .gather = ct_gpu_gather,
     .uses_caching_allocator = true,
@@ -492,5 +493,5 @@ const ct_backend ct_cuda_backend = {
     .host_free = cu_host_free,
     .conv = &ct_cu_conv_ops,
     .nn = &ct_cu_nn_ops,
-    .loss = &ct_cu_loss_kernels,
+    .loss = &ct_gpu_loss_ops,
 };

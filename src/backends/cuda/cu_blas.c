@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/gpu/gpu.h"
 #include "core/internal.h"
 #include "ctorch/backends.h"
 #include "cu_dl.h"
@@ -93,7 +94,7 @@ static ct_status pack(int dev, const ct_kview *v, const mm_dims *dims, int64_t r
     if (!*holder) return ct_last_status();
     ct_kview src = *v, dst = ct_kview_of(*holder);
     src.shape[0] = nb;
-    CT_TRY(ct_cu_copy(&dst, &src));
+    CT_TRY(ct_gpu_copy(&dst, &src));
     mm_side s = {dst.data, dst.offset, nb == 1 ? 0 : rows * cols, cols, 1};
     *out = s;
     return CT_OK;
@@ -275,7 +276,7 @@ ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b
     const int dev = out->device;
     const mm_dims dm = {out->shape[0], out->shape[1], out->shape[2], a->shape[2]};
     if (dm.batch == 0 || dm.m == 0 || dm.n == 0) return CT_OK;
-    if (dm.k == 0) return ct_cu_fill(out, 0.0);
+    if (dm.k == 0) return ct_gpu_fill(out, 0.0);
     switch (out->dtype) {
     case CT_FLOAT64:
     case CT_FLOAT32:

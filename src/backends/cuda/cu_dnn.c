@@ -1,6 +1,7 @@
 /*
  * cu_dnn.c — the CUDA backend's convolution and nn tables (ct_cu_conv_ops,
- * ct_cu_nn_ops): the portable-kernel tables of cu_nn.cuh with cuDNN added
+ * ct_cu_nn_ops): the shared GPU tables (ct_gpu_conv_ops, ct_gpu_nn_ops of
+ * src/backends/gpu/, which OpenCL uses as they are) with cuDNN added
  * where PyTorch uses it, plus the helpers the cuDNN files share (cu_dnn.h).
  *
  *  - convolution: whole forward / backward-data / backward-filter steps
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "ctorch/backends.h"
+#include "backends/gpu/gpu.h"
 #include "cu_dnn.h"
 
 /* ---- shared helpers (cu_dnn.h) -------------------------------------------------------------- */
@@ -251,8 +253,8 @@ static ct_status dnn_pool(cudnnPoolingMode_t mode, const ct_kview *out, const ct
 
 /* ---- the tables ------------------------------------------------------------------------------------- */
 
-#define KC ct_cu_conv_kernels
-#define KN ct_cu_nn_kernels
+#define KC ct_gpu_conv_ops
+#define KN ct_gpu_nn_ops
 
 static ct_status missing(const char *op) {
     return ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on cuda", op);
@@ -334,7 +336,7 @@ static ct_status dnn_avg_pool2d(const ct_kview *out, const ct_kview *in, const c
 }
 
 const struct ct_backend_conv ct_cu_conv_ops = {
-    /* the same budget as ct_cu_conv_kernels (cu_nn.cuh): 64 MiB of float32 */
+    /* the same budget as ct_gpu_conv_ops: 64 MiB of float32 */
     .cols_budget = (int64_t)1 << 24,
     .im2col = fwd_im2col,
     .col2im = fwd_col2im,

@@ -59,8 +59,40 @@ static bool gpu_has_fp64(int dev) {
     return true; /* every CUDA device computes in double */
 }
 
+static ct_status gpu_copy_bytes(int dev, void *dst, size_t dst_offset, void *src, size_t src_offset,
+                                size_t nbytes) {
+    cudaStream_t stream = ct_cu_stream(dev);
+    if (!stream) return ct_last_status();
+    CT_CU_TRY(cudaMemcpyAsync((char *)dst + dst_offset, (const char *)src + src_offset, nbytes,
+                              cudaMemcpyDeviceToDevice, stream));
+    return CT_OK;
+}
+
+/* The runtime has no 16/32/64-bit memset: only a pattern that is one
+ * repeated byte (zero, above all) is written with cudaMemsetAsync. */
+static ct_status gpu_fill_bytes(int dev, void *buf, size_t offset, const void *pattern, size_t pattern_size,
+                                size_t nbytes, bool *done) {
+    const unsigned char *p = pattern;
+    *done = false;
+    for (size_t i = 1; i < pattern_size; i++)
+        if (p[i] != p[0]) return CT_OK;
+    cudaStream_t stream = ct_cu_stream(dev);
+    if (!stream) return ct_last_status();
+    CT_CU_TRY(cudaMemsetAsync((char *)buf + offset, p[0], nbytes, stream));
+    *done = true;
+    return CT_OK;
+}
+
+static bool gpu_is_cpu(int dev) {
+    (void)dev;
+    return false;
+}
+
 const ct_gpu_device ct_cu_gpu = {
     .launch = gpu_launch,
     .max_group_size = gpu_max_group_size,
     .has_fp64 = gpu_has_fp64,
+    .is_cpu = gpu_is_cpu,
+    .copy_bytes = gpu_copy_bytes,
+    .fill_bytes = gpu_fill_bytes,
 };

@@ -77,17 +77,6 @@ static inline unsigned ct_cu_blocks(int64_t n) {
 ct_status ct_cu_launched(const char *kernel);
 
 /* ---- tables the other files provide (NULL-free only when implemented) ---- */
-/* cu_ops.cuh (in cu_kernels.cu): copy, fill, arange, random, reduce,
- * softmax — same signatures as the ct_backend members. */
-ct_status ct_cu_copy(const ct_kview *dst, const ct_kview *src);
-ct_status ct_cu_fill(const ct_kview *dst, double value);
-ct_status ct_cu_arange(const ct_kview *dst, double start, double step);
-ct_status ct_cu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
-                       double b);
-ct_status ct_cu_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index, const ct_kview *in,
-                       double param);
-ct_status ct_cu_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim, int64_t inner,
-                        bool log);
 
 /* cu_kernels.cu: every kernel's address in kernels/kernels.def order, and
  * their count; cu_gpu.c: the table of the shared GPU host layer built on it
@@ -99,13 +88,8 @@ extern const struct ct_gpu_device ct_cu_gpu;
 /* cu_blas.c: matmul through cuBLAS (TF32 per ct_backends settings). */
 ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
 
-/* cu_nn.cuh (in cu_kernels.cu): the portable-kernel implementations of the
- * nn families; cu_dnn.c may override entries with cuDNN (conv, batch norm,
- * pooling) and falls back to these. */
-extern const struct ct_backend_conv ct_cu_conv_kernels;
-extern const struct ct_backend_nn ct_cu_nn_kernels;
-extern const struct ct_backend_loss ct_cu_loss_kernels;
-/* cu_dnn.c: the tables the backend uses (cuDNN where it applies). */
+/* cu_dnn.c: the conv and nn tables the backend uses: the shared GPU ones
+ * (ct_gpu_conv_ops, ct_gpu_nn_ops) with cuDNN where it applies. */
 extern const struct ct_backend_conv ct_cu_conv_ops;
 extern const struct ct_backend_nn ct_cu_nn_ops;
 

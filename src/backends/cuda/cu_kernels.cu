@@ -1,12 +1,12 @@
 /*
  * cu_kernels.cu — the CUDA backend's one device translation unit: the
  * portable kernels of src/kernels/ (the same sources the OpenCL backend
- * embeds, in the same order), compiled by nvcc, followed by the host-side
- * launchers that call them. One translation unit, because the kernels are
- * extern "C" symbols that may be defined only once; the launchers live in
- * the .cuh files included at the end (cu_ops.cuh: data movement,
- * elementwise, reductions, softmax, indexing; cu_nn.cuh: convolution
- * columns, pooling, norms, dropout, embedding, losses, optimizer updates).
+ * embeds, in the same order), compiled by nvcc, and the table of their
+ * addresses. No host launcher lives here: every family's launcher is the
+ * shared C code of src/backends/gpu/, which reaches these kernels through
+ * ct_cu_kernel_table (cu_gpu.c launches them with cudaLaunchKernel). One
+ * translation unit, because the kernels are extern "C" symbols that may be
+ * defined only once.
  */
 #include "kernels/kdefs.h"
 #include "kernels/philox.h"
@@ -22,9 +22,6 @@
 #include "kernels/softmax.kh"
 
 #include "cu_internal.h"
-
-#include "cu_ops.cuh"
-#include "cu_nn.cuh"
 
 /* Every kernel's address, in the order of kernels/kernels.def: the shared
  * GPU host layer launches kernels by id (cu_gpu.c). */

@@ -61,6 +61,18 @@ typedef struct ct_gpu_device {
     ct_status (*max_group_size)(int dev, ct_kernel_id k, size_t *out);
     /* Whether dev computes in double (the *_d kernels exist only then). */
     bool (*has_fp64)(int dev);
+    /* Whether dev is a CPU (PoCL): rows then get one work item each, never a
+     * work-group tree (see gpu_reduce.c). */
+    bool (*is_cpu)(int dev);
+    /* The runtime's own copy of nbytes between two buffers (byte offsets
+     * from their handles), on the current stream: faster than a kernel for
+     * contiguous same-dtype copies. */
+    ct_status (*copy_bytes)(int dev, void *dst, size_t dst_offset, void *src, size_t src_offset, size_t nbytes);
+    /* The runtime's fill of nbytes with a repeated pattern of pattern_size
+     * bytes (1, 2, 4 or 8), on the current stream. *done false (and CT_OK):
+     * this runtime cannot fill with that pattern, use the kernel. */
+    ct_status (*fill_bytes)(int dev, void *buf, size_t offset, const void *pattern, size_t pattern_size,
+                            size_t nbytes, bool *done);
 } ct_gpu_device;
 
 /* The GPU table of the backend that owns view v. */
@@ -97,6 +109,18 @@ int64_t ct_gpu_to_long(double v);
 ct_status ct_gpu_check_fp64(const ct_kview *v, ct_dtype dt, const char *op);
 /* The largest power-of-two work-group size, at most cap, kernel k allows. */
 ct_status ct_gpu_group_size(const ct_kview *v, ct_kernel_id k, size_t cap, size_t *out);
+/* A k_acc kernel argument (the kernels' widest float: double where the
+ * device has fp64, else float): *slot holds the value, in both widths, for
+ * as long as the argument is used. */
+typedef struct ct_gpu_acc {
+    double d;
+    float f;
+} ct_gpu_acc;
+static inline ct_gpu_arg ct_gpu_acc_arg(const ct_kview *v, ct_gpu_acc *slot, double value) {
+    slot->d = value;
+    slot->f = (float)value;
+    return ct_gpu_of(v)->has_fp64(v->device) ? CT_GPU_ARG(slot->d) : CT_GPU_ARG(slot->f);
+}
 
 /* ---- the shared op entries (same signatures as their ct_backend members) ---- */
 
@@ -107,5 +131,21 @@ ct_status ct_gpu_where(const ct_kview *out, const ct_kview *cond, const ct_kview
 ct_status ct_gpu_index_select(const ct_kview *out, const ct_kview *in, const ct_kview *index, int64_t outer,
                               int64_t dim_in, int64_t inner);
 ct_status ct_gpu_gather(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
+ct_status ct_gpu_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index, const ct_kview *in,
+                        double param);
+ct_status ct_gpu_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim, int64_t inner,
+                         bool log);
+ct_status ct_gpu_copy(const ct_kview *dst, const ct_kview *src);
+ct_status ct_gpu_fill(const ct_kview *dst, double value);
+ct_status ct_gpu_arange(const ct_kview *dst, double start, double step);
+ct_status ct_gpu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
+                        double b);
+
+/* The shared nn-family tables, for the backend tables' .conv, .nn and .loss
+ * members (gpu_conv.c, gpu_nn.c, gpu_loss.c; CUDA's cu_dnn.c wraps the
+ * first two with cuDNN). */
+extern const struct ct_backend_conv ct_gpu_conv_ops;
+extern const struct ct_backend_nn ct_gpu_nn_ops;
+extern const struct ct_backend_loss ct_gpu_loss_ops;
 
 #endif /* CT_BACKENDS_GPU_H */

@@ -14,21 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h> /* getpid */
 
 #include "cl_device.h"
 #include "cl_ops.h"
 #include "core/runtime.h"
 
 /* Implemented in cl_data.c. */
-ct_status ct_cl_copy(const ct_kview *dst, const ct_kview *src);
-ct_status ct_cl_fill(const ct_kview *dst, double value);
-ct_status ct_cl_arange(const ct_kview *dst, double start, double step);
-ct_status ct_cl_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
-                       double b);
 ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
-extern const struct ct_backend_conv ct_cl_conv_ops; /* cl_conv.c */
-extern const struct ct_backend_loss ct_cl_loss_ops; /* cl_loss.c */
-extern const struct ct_backend_nn ct_cl_nn_ops; /* cl_nn.c */
 
 /* ---- enumeration ------------------------------------------------------------------ */
 
@@ -100,6 +93,8 @@ static void add_devices_of_type(const cl_platform_id *platforms, cl_uint np, cl_
 
 /* GPUs first, then accelerators, then CPUs, so that opencl:0 is the fastest
  * kind of device present. */
+static void arm_exit_wait(void);
+
 static void enumerate(void) {
     cl_uint np = 0;
     if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return;
@@ -111,6 +106,7 @@ static void enumerate(void) {
         add_devices_of_type(platforms, np, CL_DEVICE_TYPE_CPU);
     }
     free(platforms);
+    arm_exit_wait(); /* after the drivers (libpocl, its LLVM) are loaded */
 }
 
 int ct_cl_count(void) {
@@ -126,6 +122,71 @@ ct_cl_device *ct_cl_dev(int dev) {
         return NULL;
     }
     return &g_devices[dev];
+}
+
+/* ---- process exit: no PoCL compilation outlives main ------------------------------------
+ *
+ * Issue 15 item 4 (docs/devices.md, "PoCL and process exit"). PoCL compiles
+ * a kernel's work-group function with LLVM when the kernel first runs, on
+ * its device's worker thread; ctorch's ops return without waiting, so a
+ * program that returns from main right after an op runs exit() while that
+ * thread is inside LLVM. exit() then destroys LLVM's and PoCL's static
+ * objects under it: llvm::PassRegistry is a function-local static whose
+ * destructor libpocl's pass registrations put on the atexit list when it
+ * loads; the code generator's type tables and PoCL's pass lists are built
+ * (and their destructors registered) by the first compile. Every crash seen
+ * (gdb, core files) had the main thread in __run_exit_handlers and a PoCL
+ * worker in pocl_check_kernel_dlhandle_cache -> llvm::legacy::PassManager
+ * (PMDataManager::freePass / recordAvailableAnalysis, or PoCL's own pass
+ * code); PoCL's "Failed to create kernel compiler pass inline-kernels"
+ * abort is the same worker looking the pass up in the destroyed registry.
+ * The CUDA libraries only widen the window: loaded before PoCL, libcublasLt
+ * registers ~1300 exit handlers that run after the registry's destructor
+ * (cold-cache conv2d then exit: 8 crashes in 10 runs; 1 in 18 without
+ * cuBLAS). No symbol is shared between them (libcublas and libcublasLt
+ * export only cublas* names and link no LLVM; LD_DEBUG=bindings shows no
+ * binding across), so load order or RTLD_DEEPBIND for them changes nothing.
+ *
+ * So ctorch waits for every queue before the first static destructor runs.
+ * exit() calls the exiting thread's thread_local destructors
+ * (__cxa_thread_atexit_impl, glibc >= 2.18) before any atexit handler,
+ * whatever the registration order, and LLVM, clang, PoCL and CLBlast have
+ * none; the thread that loads ctorch (the main thread) gets one that
+ * finishes every queue of every ready device. An atexit handler registered
+ * just after enumeration (once libpocl and its LLVM are loaded) covers
+ * exit() from another thread: it runs before the registry's destructor,
+ * though after those of statics first built later. Nothing is waited for
+ * in a forked child (its copy of PoCL has no worker threads) or when no
+ * device was used. */
+
+extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso) __attribute__((weak));
+extern void *__dso_handle;
+
+static atomic_bool g_enumerated; /* g_count and g_devices are final */
+static pid_t g_enumerated_pid;
+
+static void finish_all_queues(void) {
+    if (!atomic_load_explicit(&g_enumerated, memory_order_acquire) || getpid() != g_enumerated_pid) return;
+    for (int i = 0; i < g_count; i++) {
+        ct_cl_device *d = &g_devices[i];
+        if (!atomic_load_explicit(&d->ready, memory_order_acquire)) continue;
+        pthread_mutex_lock(&d->queues_mutex);
+        for (int q = 0; q < d->nqueues; q++) clFinish(d->queues[q]);
+        pthread_mutex_unlock(&d->queues_mutex);
+    }
+}
+
+static void finish_at_thread_exit(void *unused) { finish_all_queues(); }
+static void finish_at_exit(void) { finish_all_queues(); }
+
+__attribute__((constructor)) static void register_thread_exit_wait(void) {
+    if (__cxa_thread_atexit_impl) __cxa_thread_atexit_impl(finish_at_thread_exit, NULL, &__dso_handle);
+}
+
+static void arm_exit_wait(void) {
+    g_enumerated_pid = getpid();
+    atomic_store_explicit(&g_enumerated, true, memory_order_release);
+    atexit(finish_at_exit);
 }
 
 /* ---- contexts and queues ------------------------------------------------------------- */
@@ -645,16 +706,16 @@ const ct_backend ct_opencl_backend = {
     .free = cl_free,
     .write = cl_write,
     .read = cl_read,
-    .copy = ct_cl_copy,
-    .fill = ct_cl_fill,
-    .arange = ct_cl_arange,
-    .random = ct_cl_random,
+    .copy = ct_gpu_copy,
+    .fill = ct_gpu_fill,
+    .arange = ct_gpu_arange,
+    .random = ct_gpu_random,
     .unary = ct_gpu_unary,
     .binary = ct_gpu_binary,
     .where = ct_gpu_where,
-    .reduce = ct_cl_reduce,
+    .reduce = ct_gpu_reduce,
     .matmul = ct_cl_matmul,
-    .softmax = ct_cl_softmax,
+    .softmax = ct_gpu_softmax,
     .index_select = ct_gpu_index_select,
     .gather = ct_gpu_gather,
     .uses_caching_allocator = true,
@@ -675,7 +736,7 @@ const ct_backend ct_opencl_backend = {
     .read_async = cl_read_async,
     .host_alloc = cl_host_alloc,
     .host_free = cl_host_free,
-    .conv = &ct_cl_conv_ops,
-    .loss = &ct_cl_loss_ops,
-    .nn = &ct_cl_nn_ops,
+    .conv = &ct_gpu_conv_ops,
+    .loss = &ct_gpu_loss_ops,
+    .nn = &ct_gpu_nn_ops,
 };

@@ -1,14 +1,11 @@
 /*
- * cl_data.c — the OpenCL backend's data-movement entries (copy with dtype
- * conversion, fill, arange, random) and matmul.
+ * cl_data.c — the OpenCL backend's matmul (data movement — copy, fill,
+ * arange, random — is the shared GPU layer's, src/backends/gpu/gpu_data.c).
  *
- * The CPU backend is the reference: the kernels of src/kernels/data.kh
- * reproduce its conversions and its random streams bit for bit. Float
- * products go through CLBlast (row-major GEMM, operands passed in place
+ * Float products go through CLBlast (row-major GEMM, operands passed in place
  * when their strides fit a BLAS layout, packed otherwise); float16/bfloat16
  * are widened to float32 and rounded once, integers use our own kernel
- * (src/kernels/matmul_int.kh). Devices without fp64 compute arange and
- * random on the host (through the CPU backend) so their values still match.
+ * (src/kernels/matmul_int.kh).
  */
 #include <clblast_c.h>
 #include <stdlib.h>
@@ -18,54 +15,9 @@
 #include "cl_device.h"
 #include "cl_ops.h"
 
-ct_status ct_cl_copy(const ct_kview *dst, const ct_kview *src);
-ct_status ct_cl_fill(const ct_kview *dst, double value);
-ct_status ct_cl_arange(const ct_kview *dst, double start, double step);
-ct_status ct_cl_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
-                       double b);
 ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
 
 /* ---- helpers -------------------------------------------------------------------------------- */
-
-/* Metadata of same-shaped views with size-1 dimensions dropped and
- * neighbouring dimensions merged wherever they are contiguous in every view,
- * so kernels mostly see one dimension. */
-static void merged_metas(const ct_kview *const *v, int nv, ct_cl_meta *out) {
-    for (int k = 0; k < nv; k++) {
-        memset(&out[k], 0, sizeof out[k]);
-        out[k].offset = v[k]->offset;
-        out[k].dtype = v[k]->dtype;
-        out[k].numel = 1;
-    }
-    int n = 0;
-    for (int d = 0; d < v[0]->ndim; d++) {
-        int64_t size = v[0]->shape[d];
-        for (int k = 0; k < nv; k++) out[k].numel *= size;
-        if (size == 1) continue;
-        bool merge = n > 0;
-        for (int k = 0; k < nv && merge; k++)
-            merge = out[k].strides[n - 1] == v[k]->strides[d] * size;
-        for (int k = 0; k < nv; k++) {
-            if (merge) {
-                out[k].shape[n - 1] *= size;
-                out[k].strides[n - 1] = v[k]->strides[d];
-            } else {
-                out[k].shape[n] = size;
-                out[k].strides[n] = v[k]->strides[d];
-            }
-        }
-        if (!merge) n++;
-    }
-    for (int k = 0; k < nv; k++) out[k].ndim = n;
-}
-
-static bool meta_is_contiguous(const ct_cl_meta *m) { return m->ndim == 0 || (m->ndim == 1 && m->strides[0] == 1); }
-
-static int64_t view_numel(const ct_kview *v) {
-    int64_t n = 1;
-    for (int d = 0; d < v->ndim; d++) n *= v->shape[d];
-    return n;
-}
 
 static ct_status need_fp64(const ct_cl_device *d, int dev, const char *op) {
     if (d->has_fp64) return CT_OK;
@@ -83,144 +35,6 @@ static ct_status temp_buffer(int dev, size_t nbytes, cl_mem *out) {
     return ct_backend_for(CT_DEVICE_OPENCL)->alloc(dev, nbytes, (void **)out);
 }
 static void temp_release(int dev, cl_mem m) { ct_backend_for(CT_DEVICE_OPENCL)->free(dev, m); }
-
-/* ---- copy, fill -------------------------------------------------------------------------------- */
-
-ct_status ct_cl_copy(const ct_kview *dst, const ct_kview *src) {
-    const int dev = dst->device;
-    ct_cl_device *d = ct_cl_ready(dev);
-    if (!d) return ct_last_status();
-    const ct_kview *views[2] = {dst, src};
-    ct_cl_meta m[2];
-    merged_metas(views, 2, m);
-    if (m[0].numel == 0) return CT_OK;
-    if (dst->dtype != src->dtype && (dst->dtype == CT_FLOAT64 || src->dtype == CT_FLOAT64))
-        CT_TRY(need_fp64(d, dev, "copy_"));
-    if (dst->dtype == src->dtype && meta_is_contiguous(&m[0]) && meta_is_contiguous(&m[1])) {
-        size_t es = ct_dtype_size(dst->dtype);
-        cl_command_queue q = ct_cl_queue(dev);
-        if (!q) return ct_last_status();
-        CT_CL_TRY(clEnqueueCopyBuffer(q, (cl_mem)src->data, (cl_mem)dst->data, (size_t)src->offset * es,
-                                      (size_t)dst->offset * es, (size_t)m[0].numel * es, 0, NULL, NULL));
-        return CT_OK;
-    }
-    cl_mem bd = dst->data, bs = src->data;
-    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(m[0]), CT_CLOPS_ARG(bs), CT_CLOPS_ARG(m[1])};
-    return launch(dev, "ct_k_copy", args, 4, m[0].numel);
-}
-
-ct_status ct_cl_fill(const ct_kview *dst, double value) {
-    const int dev = dst->device;
-    const ct_kview *views[1] = {dst};
-    ct_cl_meta m;
-    merged_metas(views, 1, &m);
-    if (m.numel == 0) return CT_OK;
-    cl_ulong bits = 0; /* the value in the dtype, converted by the CPU's rules */
-    ct_cpu_store(&bits, dst->dtype, value);
-    if (meta_is_contiguous(&m)) {
-        size_t es = ct_dtype_size(dst->dtype);
-        cl_command_queue q = ct_cl_queue(dev);
-        if (!q) return ct_last_status();
-        CT_CL_TRY(clEnqueueFillBuffer(q, (cl_mem)dst->data, &bits, es, (size_t)dst->offset * es,
-                                      (size_t)m.numel * es, 0, NULL, NULL));
-        return CT_OK;
-    }
-    cl_mem bd = dst->data;
-    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(m), CT_CLOPS_ARG(bits)};
-    return launch(dev, "ct_k_fill", args, 3, m.numel);
-}
-
-/* ---- arange, random ------------------------------------------------------------------------------ */
-
-/* What the CPU backend would write into a contiguous dst, computed on the
- * host and uploaded: for devices that cannot do the double math. */
-typedef ct_status (*host_fill_fn)(const ct_kview *host, const void *args);
-
-static ct_status fill_via_host(const ct_kview *dst, host_fill_fn fn, const void *args) {
-    int64_t n = view_numel(dst);
-    size_t es = ct_dtype_size(dst->dtype), nbytes = (size_t)n * es;
-    void *host = malloc(nbytes ? nbytes : 1);
-    if (!host) return ct_error_set(CT_ERR_OOM, "opencl: out of host memory staging %zu bytes", nbytes);
-    ct_kview h;
-    memset(&h, 0, sizeof h);
-    h.data = host;
-    h.dtype = dst->dtype;
-    h.ndim = 1;
-    h.shape[0] = n;
-    h.strides[0] = 1;
-    ct_status st = fn(&h, args);
-    if (st == CT_OK)
-        st = ct_backend_for(CT_DEVICE_OPENCL)->write(dst->device, dst->data, (size_t)dst->offset * es, host, nbytes);
-    free(host);
-    return st;
-}
-
-typedef struct arange_args {
-    double start, step;
-} arange_args;
-
-static ct_status host_arange(const ct_kview *h, const void *p) {
-    const arange_args *a = p;
-    return ct_backend_for(CT_DEVICE_CPU)->arange(h, a->start, a->step);
-}
-
-ct_status ct_cl_arange(const ct_kview *dst, double start, double step) {
-    const int dev = dst->device;
-    ct_cl_device *d = ct_cl_ready(dev);
-    if (!d) return ct_last_status();
-    cl_long off = dst->offset, n = view_numel(dst);
-    cl_int dt = dst->dtype;
-    if (n == 0) return CT_OK;
-    cl_mem bd = dst->data;
-    if (ct_dtype_is_integral(dst->dtype, true) && start == (double)(int64_t)start && step == (double)(int64_t)step) {
-        cl_long s0 = (int64_t)start, st = (int64_t)step;
-        ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(off), CT_CLOPS_ARG(n),
-                               CT_CLOPS_ARG(dt), CT_CLOPS_ARG(s0), CT_CLOPS_ARG(st)};
-        return launch(dev, "ct_k_arange_long", args, 6, n);
-    }
-    if (!d->has_fp64) {
-        if (dst->dtype == CT_FLOAT64) CT_TRY(need_fp64(d, dev, "arange"));
-        arange_args a = {start, step};
-        return fill_via_host(dst, host_arange, &a);
-    }
-    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(off), CT_CLOPS_ARG(n),
-                           CT_CLOPS_ARG(dt), CT_CLOPS_ARG(start), CT_CLOPS_ARG(step)};
-    return launch(dev, "ct_k_arange_double", args, 6, n);
-}
-
-typedef struct random_args {
-    ct_random_kind kind;
-    uint64_t seed, offset;
-    double a, b;
-} random_args;
-
-static ct_status host_random(const ct_kview *h, const void *p) {
-    const random_args *r = p;
-    return ct_backend_for(CT_DEVICE_CPU)->random(h, r->kind, r->seed, r->offset, r->a, r->b);
-}
-
-ct_status ct_cl_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
-                       double b) {
-    const int dev = dst->device;
-    ct_cl_device *d = ct_cl_ready(dev);
-    if (!d) return ct_last_status();
-    cl_long off = dst->offset, n = view_numel(dst), lo = (int64_t)a;
-    cl_ulong range = (uint64_t)((int64_t)b - (int64_t)a), s = seed, o = offset;
-    cl_int dt = dst->dtype, k = kind;
-    if (n == 0) return CT_OK;
-    CT_CHECK_STATUS(kind != CT_RAND_INT || range != 0, CT_ERR_INVALID_ARG,
-                    "random_: expects 'from' to be less than 'to', but got from=%.17g >= to=%.17g", a, b);
-    if (!d->has_fp64) {
-        if (dst->dtype == CT_FLOAT64) CT_TRY(need_fp64(d, dev, "random_"));
-        random_args r = {kind, seed, offset, a, b};
-        return fill_via_host(dst, host_random, &r);
-    }
-    cl_mem bd = dst->data;
-    ct_clops_arg args[] = {CT_CLOPS_ARG(bd), CT_CLOPS_ARG(off), CT_CLOPS_ARG(n),  CT_CLOPS_ARG(dt),
-                           CT_CLOPS_ARG(k),  CT_CLOPS_ARG(s),   CT_CLOPS_ARG(o),  CT_CLOPS_ARG(a),
-                           CT_CLOPS_ARG(b),  CT_CLOPS_ARG(lo),  CT_CLOPS_ARG(range)};
-    return launch(dev, "ct_k_random", args, 11, n);
-}
 
 /* ---- matmul --------------------------------------------------------------------------------------- */
 
@@ -278,11 +92,12 @@ static ct_status pack(int dev, const ct_kview *v, const mm_dims *dims, int64_t r
     dst.dtype = dt;
     dst.ndim = 3;
     dst.device = dev;
+    dst.device_type = v->device_type;
     dst.shape[0] = nb, dst.shape[1] = rows, dst.shape[2] = cols;
     dst.strides[0] = rows * cols, dst.strides[1] = cols, dst.strides[2] = 1;
     CT_TRY(temp_buffer(dev, (size_t)(nb * rows * cols) * ct_dtype_size(dt), buf));
     dst.data = *buf;
-    ct_status st = ct_cl_copy(&dst, &src);
+    ct_status st = ct_gpu_copy(&dst, &src);
     if (st != CT_OK) {
         temp_release(dev, *buf);
         return st;
@@ -373,7 +188,7 @@ static ct_status matmul_widened(int dev, const mm_dims *dm, const ct_kview *out,
         wide.data = pc;
         wide.offset = 0;
         wide.dtype = CT_FLOAT32;
-        st = ct_cl_copy(out, &wide);
+        st = ct_gpu_copy(out, &wide);
     }
     if (pa) temp_release(dev, pa);
     if (pb) temp_release(dev, pb);
@@ -397,7 +212,7 @@ ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b
     if (!d) return ct_last_status();
     const mm_dims dm = {out->shape[0], out->shape[1], out->shape[2], a->shape[2]};
     if (dm.batch == 0 || dm.m == 0 || dm.n == 0) return CT_OK;
-    if (dm.k == 0) return ct_cl_fill(out, 0.0);
+    if (dm.k == 0) return ct_gpu_fill(out, 0.0);
     switch (out->dtype) {
     case CT_FLOAT64: CT_TRY(need_fp64(d, dev, "matmul")); return matmul_float(dev, &dm, out, a, b);
     case CT_FLOAT32: return matmul_float(dev, &dm, out, a, b);

@@ -97,8 +97,41 @@ static ct_status gpu_max_group_size(int dev, ct_kernel_id id, size_t *out) {
     return CT_OK;
 }
 
+static ct_status gpu_copy_bytes(int dev, void *dst, size_t dst_offset, void *src, size_t src_offset,
+                                size_t nbytes) {
+    cl_command_queue q = ct_cl_queue(dev);
+    if (!q) return ct_last_status();
+    CT_CL_TRY(clEnqueueCopyBuffer(q, (cl_mem)src, (cl_mem)dst, src_offset, dst_offset, nbytes, 0, NULL, NULL));
+    return CT_OK;
+}
+
+/* clEnqueueFillBuffer takes any power-of-two pattern up to 128 bytes. */
+static ct_status gpu_fill_bytes(int dev, void *buf, size_t offset, const void *pattern, size_t pattern_size,
+                                size_t nbytes, bool *done) {
+    cl_command_queue q = ct_cl_queue(dev);
+    if (!q) return ct_last_status();
+    CT_CL_TRY(clEnqueueFillBuffer(q, (cl_mem)buf, pattern, pattern_size, offset, nbytes, 0, NULL, NULL));
+    *done = true;
+    return CT_OK;
+}
+
+/* Cached per device: PoCL's CPU devices take the row kernels (gpu_reduce.c). */
+static bool gpu_is_cpu(int dev) {
+    static atomic_int cache[64]; /* 0 unknown, 1 cpu, 2 other */
+    if (dev < 0 || dev >= 64) return false;
+    if (!atomic_load(&cache[dev])) {
+        cl_device_type type = 0;
+        clGetDeviceInfo(ct_cl_device_id(dev), CL_DEVICE_TYPE, sizeof type, &type, NULL);
+        atomic_store(&cache[dev], (type & CL_DEVICE_TYPE_CPU) ? 1 : 2);
+    }
+    return atomic_load(&cache[dev]) == 1;
+}
+
 const ct_gpu_device ct_cl_gpu = {
     .launch = gpu_launch,
     .max_group_size = gpu_max_group_size,
     .has_fp64 = ct_clops_has_fp64,
+    .is_cpu = gpu_is_cpu,
+    .copy_bytes = gpu_copy_bytes,
+    .fill_bytes = gpu_fill_bytes,
 };

@@ -14,10 +14,6 @@
 
 #include "cl_internal.h"
 
-ct_status ct_cl_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *out_index,
-                       const ct_kview *in, double param);
-ct_status ct_cl_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim,
-                        int64_t inner, bool log);
 /* ---- shared by cl_ops.c and cl_reduce.c ---- */
 
 /* One kernel argument: its size and the address of its value (a cl_mem,
