@@ -53,7 +53,7 @@ message(STATUS "OpenCL backend: on (OpenCL ${OpenCL_VERSION_STRING}, CLBlast)")
 # kdefs.h (the dialect layer) and philox.h come first, then every .kh file in
 # name order; a new .kh file is picked up at the next configure.
 file(GLOB CTORCH_KERNEL_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/kernels/*.kh)
-file(GLOB CTORCH_KERNEL_HEADERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/kernels/*.h)
+file(GLOB CTORCH_KERNEL_HEADERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/kernels/*.h ${PROJECT_SOURCE_DIR}/src/kernels/*.def)
 list(SORT CTORCH_KERNEL_SOURCES)
 set(CTORCH_KERNEL_PROGRAM "")
 foreach(_ct_first kdefs.h philox.h)

@@ -53,6 +53,27 @@ static const bo_case g_cases[] = {
 };
 #define BO_NCASES ((int)(sizeof g_cases / sizeof g_cases[0]))
 
+/* Every elementwise op of the facts table (core/op_facts.c) has a row, so
+ * a new op cannot go untested: the run fails naming what is missing. */
+static bool has_row(const char *family, int op) {
+    for (int i = 0; i < BO_NCASES; i++)
+        if (!strcmp(g_cases[i].family, family) && g_cases[i].op == op) return true;
+    return false;
+}
+
+static int missing_op_rows(void) {
+    int missing = 0;
+    for (int op = 0; op < CT_UN_COUNT_; op++)
+        if (!has_row("unary", op))
+            missing++, fprintf(stderr, "test_backend_ops: unary op %s (%d) has no row\n",
+                                ct_unary_facts_of((ct_unary_op)op)->name, op);
+    for (int op = 0; op < CT_BIN_COUNT_; op++)
+        if (!has_row("binary", op))
+            missing++, fprintf(stderr, "test_backend_ops: binary op %s (%d) has no row\n",
+                                ct_binary_facts_of((ct_binary_op)op)->name, op);
+    return missing;
+}
+
 /* ---- running --------------------------------------------------------------------------------- */
 
 typedef struct bo_options {
@@ -270,6 +291,7 @@ int main(int argc, char **argv) {
     const char *env = getenv("CT_TEST_SEED");
     if (env) g_seed = strtoull(env, NULL, 10);
 
+    if (missing_op_rows()) return 1;
     int self = bo_self_test();
     printf("test_backend_ops: self-test %s\n", self ? "FAILED" : "passed (planted errors caught)");
     if (self || o.self_test_only) return self ? 1 : 0;

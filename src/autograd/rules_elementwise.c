@@ -13,20 +13,6 @@
 
 /* ---- binary ---------------------------------------------------------------------- */
 
-static const char *binary_node_name(ct_binary_op op) {
-    switch (op) {
-    case CT_BIN_ADD: return "AddBackward0";
-    case CT_BIN_SUB: return "SubBackward0";
-    case CT_BIN_MUL: return "MulBackward0";
-    case CT_BIN_DIV: return "DivBackward0";
-    case CT_BIN_POW: return "PowBackward1";
-    case CT_BIN_MAXIMUM: return "MaximumBackward0";
-    case CT_BIN_MINIMUM: return "MinimumBackward0";
-    case CT_BIN_ATAN2: return "Atan2Backward0";
-    default: return NULL; /* not differentiable */
-    }
-}
-
 /* Gradients w.r.t. a and b at full (broadcast) shape; either may stay NULL. */
 static void binary_grads(scratch *s, ct_binary_op op, double alpha, const ct_tensor *g, const ct_tensor *a,
                          const ct_tensor *b, const ct_tensor *out, const ct_tensor **ga, const ct_tensor **gb) {
@@ -135,7 +121,7 @@ ct_tensor *cta_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor 
 static ct_tensor *binary_recorded(ct_binary_op op, const ct_tensor *a, const ct_tensor *b, double alpha) {
     ct_tensor *out = cti_binary(op, a, b, alpha);
     const ct_tensor *ins[2] = {a, b};
-    const char *name = binary_node_name(op);
+    const char *name = ct_binary_facts_of(op)->node;
     if (!out || !name || !ct_dtype_is_floating(out->dtype) || !cta_needs_grad(ins, 2)) return out;
     ct_node *node = cta_record(out, name, binary_backward, ins, 2);
     if (!node) return NULL;
@@ -152,7 +138,7 @@ static ct_tensor *binary_recorded(ct_binary_op op, const ct_tensor *a, const ct_
 ct_tensor *cta_binary_scalar(ct_binary_op op, const ct_tensor *a, double sc) {
     ct_tensor *out = cti_binary_scalar(op, a, sc);
     const ct_tensor *ins[1] = {a};
-    const char *name = binary_node_name(op);
+    const char *name = ct_binary_facts_of(op)->node;
     if (!out || !name || !ct_dtype_is_floating(out->dtype) || !cta_needs_grad(ins, 1)) return out;
     /* record as a binary op whose second operand is a constant 0-dim tensor */
     ct_tensor *k = cti_scalar(sc, out->dtype, out->storage->device);
@@ -173,39 +159,6 @@ ct_tensor *cta_binary_scalar(ct_binary_op op, const ct_tensor *a, double sc) {
 }
 
 /* ---- unary ---------------------------------------------------------------------------- */
-
-static const char *unary_node_name(ct_unary_op op) {
-    switch (op) {
-    case CT_UN_NEG: return "NegBackward0";
-    case CT_UN_ABS: return "AbsBackward0";
-    case CT_UN_SQUARE: return "PowBackward0";
-    case CT_UN_EXP: return "ExpBackward0";
-    case CT_UN_EXPM1: return "Expm1Backward0";
-    case CT_UN_LOG: return "LogBackward0";
-    case CT_UN_LOG1P: return "Log1PBackward0";
-    case CT_UN_LOG2: return "Log2Backward0";
-    case CT_UN_SQRT: return "SqrtBackward0";
-    case CT_UN_RSQRT: return "RsqrtBackward0";
-    case CT_UN_RECIPROCAL: return "ReciprocalBackward0";
-    case CT_UN_SIN: return "SinBackward0";
-    case CT_UN_COS: return "CosBackward0";
-    case CT_UN_TANH: return "TanhBackward0";
-    case CT_UN_SIGMOID: return "SigmoidBackward0";
-    case CT_UN_RELU: return "ReluBackward0";
-    case CT_UN_GELU: case CT_UN_GELU_TANH: return "GeluBackward0";
-    case CT_UN_SILU: return "SiluBackward0";
-    case CT_UN_SOFTPLUS: return "SoftplusBackward0";
-    case CT_UN_ERF: return "ErfBackward0";
-    case CT_UN_LEAKY_RELU: return "LeakyReluBackward0";
-    case CT_UN_CLAMP: return "ClampBackward1";
-    case CT_UN_SIGN: return "SignBackward0";
-    case CT_UN_FLOOR: return "FloorBackward0";
-    case CT_UN_CEIL: return "CeilBackward0";
-    case CT_UN_ROUND: return "RoundBackward0";
-    case CT_UN_TRUNC: return "TruncBackward0";
-    default: return NULL;
-    }
-}
 
 static const ct_tensor *unary_grad(scratch *s, ct_unary_op op, const ct_tensor *g, const ct_tensor *x,
                                    const ct_tensor *y, double p0, double p1) {
@@ -275,7 +228,7 @@ static ct_status unary_backward(ct_node *n, const ct_tensor *g, ct_tensor **grad
 ct_tensor *cta_unary(ct_unary_op op, const ct_tensor *a, double p0, double p1) {
     ct_tensor *out = cti_unary(op, a, p0, p1);
     const ct_tensor *ins[1] = {a};
-    const char *name = unary_node_name(op);
+    const char *name = ct_unary_facts_of(op)->node;
     if (!out || !name || !ct_dtype_is_floating(out->dtype) || !cta_needs_grad(ins, 1)) return out;
     ct_node *node = cta_record(out, name, unary_backward, ins, 1);
     if (!node) return NULL;

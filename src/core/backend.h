@@ -48,28 +48,42 @@ typedef struct ct_kview {
     int64_t strides[CT_MAX_DIMS]; /* elements; 0 on broadcast dims */
 } ct_kview;
 
+/* Elementwise ops, numbered from the lists the kernels number them from
+ * (src/kernels/unary_ops.def, binary_ops.def). Parameters: leaky_relu's p0
+ * is the negative slope; clamp's p0/p1 are lo/hi (NAN: no bound); add and
+ * sub compute a + alpha * b and a - alpha * b. Comparisons, logical ops,
+ * isnan/isinf/isfinite and logical_not return bool (ct_*_facts_of). */
 typedef enum ct_unary_op {
-    CT_UN_NEG, CT_UN_ABS, CT_UN_SIGN, CT_UN_SQUARE,
-    CT_UN_EXP, CT_UN_EXPM1, CT_UN_LOG, CT_UN_LOG1P, CT_UN_LOG2,
-    CT_UN_SQRT, CT_UN_RSQRT, CT_UN_RECIPROCAL,
-    CT_UN_SIN, CT_UN_COS, CT_UN_TANH, CT_UN_SIGMOID,
-    CT_UN_RELU, CT_UN_GELU, CT_UN_GELU_TANH, CT_UN_SILU, CT_UN_SOFTPLUS, CT_UN_ERF,
-    CT_UN_FLOOR, CT_UN_CEIL, CT_UN_ROUND, CT_UN_TRUNC,
-    CT_UN_ISNAN, CT_UN_ISINF, CT_UN_ISFINITE, CT_UN_LOGICAL_NOT, /* output bool */
-    CT_UN_LEAKY_RELU,             /* p0 = negative slope */
-    CT_UN_CLAMP,                  /* p0 = lo, p1 = hi; NAN = no bound */
+#define CT_UNARY_OP(name) CT_UN_##name,
+#include "kernels/unary_ops.def"
+#undef CT_UNARY_OP
     CT_UN_COUNT_
 } ct_unary_op;
 
 typedef enum ct_binary_op {
-    CT_BIN_ADD,                   /* a + alpha * b */
-    CT_BIN_SUB,                   /* a - alpha * b */
-    CT_BIN_MUL, CT_BIN_DIV, CT_BIN_FLOOR_DIV, CT_BIN_REMAINDER, CT_BIN_POW,
-    CT_BIN_MAXIMUM, CT_BIN_MINIMUM, CT_BIN_ATAN2,
-    CT_BIN_EQ, CT_BIN_NE, CT_BIN_LT, CT_BIN_LE, CT_BIN_GT, CT_BIN_GE,  /* output bool */
-    CT_BIN_LOGICAL_AND, CT_BIN_LOGICAL_OR, CT_BIN_LOGICAL_XOR,         /* output bool */
+#define CT_BINARY_OP(name) CT_BIN_##name,
+#include "kernels/binary_ops.def"
+#undef CT_BINARY_OP
     CT_BIN_COUNT_
 } ct_binary_op;
+
+/* The facts of an elementwise op (core/op_facts.c: one row per op, read by
+ * the front-ends, every backend, the autograd rules and the tests). */
+typedef struct ct_unary_facts {
+    const char *name;       /* "exp", as messages name it */
+    const char *node;       /* autograd node ("ExpBackward0"); NULL: not differentiable */
+    bool floating;          /* a floating function: integer inputs give the default float */
+    bool integer_kernel;    /* kernels exist for integer dtypes (and bool) */
+    bool bool_result;       /* returns bool (isnan, logical_not) */
+} ct_unary_facts;
+typedef struct ct_binary_facts {
+    const char *name;
+    const char *node;
+    bool bool_result;       /* comparisons and logical ops */
+} ct_binary_facts;
+/* Never NULL: an unknown op gets a row named "unary"/"binary". */
+const ct_unary_facts *ct_unary_facts_of(ct_unary_op op);
+const ct_binary_facts *ct_binary_facts_of(ct_binary_op op);
 
 typedef enum ct_reduce_op {
     CT_RED_SUM, CT_RED_PROD, CT_RED_MEAN,

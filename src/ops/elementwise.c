@@ -20,36 +20,8 @@
 
 /* ---- names ------------------------------------------------------------- */
 
-const char *cti_unary_name(ct_unary_op op) {
-    static const char *const names[CT_UN_COUNT_] = {
-        [CT_UN_NEG] = "neg", [CT_UN_ABS] = "abs", [CT_UN_SIGN] = "sign",
-        [CT_UN_SQUARE] = "square", [CT_UN_EXP] = "exp", [CT_UN_EXPM1] = "expm1",
-        [CT_UN_LOG] = "log", [CT_UN_LOG1P] = "log1p", [CT_UN_LOG2] = "log2",
-        [CT_UN_SQRT] = "sqrt", [CT_UN_RSQRT] = "rsqrt", [CT_UN_RECIPROCAL] = "reciprocal",
-        [CT_UN_SIN] = "sin", [CT_UN_COS] = "cos", [CT_UN_TANH] = "tanh",
-        [CT_UN_SIGMOID] = "sigmoid", [CT_UN_RELU] = "relu", [CT_UN_GELU] = "gelu",
-        [CT_UN_GELU_TANH] = "gelu", [CT_UN_SILU] = "silu", [CT_UN_SOFTPLUS] = "softplus",
-        [CT_UN_ERF] = "erf", [CT_UN_FLOOR] = "floor", [CT_UN_CEIL] = "ceil",
-        [CT_UN_ROUND] = "round", [CT_UN_TRUNC] = "trunc", [CT_UN_ISNAN] = "isnan",
-        [CT_UN_ISINF] = "isinf", [CT_UN_ISFINITE] = "isfinite",
-        [CT_UN_LOGICAL_NOT] = "logical_not", [CT_UN_LEAKY_RELU] = "leaky_relu",
-        [CT_UN_CLAMP] = "clamp",
-    };
-    return (unsigned)op < CT_UN_COUNT_ && names[op] ? names[op] : "unary";
-}
-
-const char *cti_binary_name(ct_binary_op op) {
-    static const char *const names[CT_BIN_COUNT_] = {
-        [CT_BIN_ADD] = "add", [CT_BIN_SUB] = "sub", [CT_BIN_MUL] = "mul",
-        [CT_BIN_DIV] = "div", [CT_BIN_FLOOR_DIV] = "floor_divide",
-        [CT_BIN_REMAINDER] = "remainder", [CT_BIN_POW] = "pow",
-        [CT_BIN_MAXIMUM] = "maximum", [CT_BIN_MINIMUM] = "minimum", [CT_BIN_ATAN2] = "atan2",
-        [CT_BIN_EQ] = "eq", [CT_BIN_NE] = "ne", [CT_BIN_LT] = "lt", [CT_BIN_LE] = "le",
-        [CT_BIN_GT] = "gt", [CT_BIN_GE] = "ge", [CT_BIN_LOGICAL_AND] = "logical_and",
-        [CT_BIN_LOGICAL_OR] = "logical_or", [CT_BIN_LOGICAL_XOR] = "logical_xor",
-    };
-    return (unsigned)op < CT_BIN_COUNT_ && names[op] ? names[op] : "binary";
-}
+const char *cti_unary_name(ct_unary_op op) { return ct_unary_facts_of(op)->name; }
+const char *cti_binary_name(ct_binary_op op) { return ct_binary_facts_of(op)->name; }
 
 /* ---- shared helpers ---------------------------------------------------- */
 
@@ -87,24 +59,6 @@ static ct_status not_implemented(const char *op, ct_dtype dt) {
 
 /* ---- unary ------------------------------------------------------------- */
 
-/* Ops that compute a floating function: integer and bool inputs are
- * converted to the default float dtype first, as in PyTorch. */
-static bool unary_is_floating_function(ct_unary_op op) {
-    switch (op) {
-    case CT_UN_EXP: case CT_UN_EXPM1: case CT_UN_LOG: case CT_UN_LOG1P: case CT_UN_LOG2:
-    case CT_UN_SQRT: case CT_UN_RSQRT: case CT_UN_RECIPROCAL: case CT_UN_SIN: case CT_UN_COS:
-    case CT_UN_TANH: case CT_UN_SIGMOID: case CT_UN_GELU: case CT_UN_GELU_TANH: case CT_UN_SILU:
-    case CT_UN_SOFTPLUS: case CT_UN_ERF:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool unary_outputs_bool(ct_unary_op op) {
-    return op == CT_UN_ISNAN || op == CT_UN_ISINF || op == CT_UN_ISFINITE || op == CT_UN_LOGICAL_NOT;
-}
-
 /* torch.clamp promotes with its bounds like a binary op with scalars: an
  * integer tensor clamped to a fractional bound becomes floating, a bool
  * tensor with any bound becomes int64. */
@@ -124,7 +78,7 @@ static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1,
     const char *name = cti_unary_name(op);
     const bool floating = ct_dtype_is_floating(in);
     *compute = in;
-    if (unary_is_floating_function(op)) {
+    if (ct_unary_facts_of(op)->floating) {
         if (!floating)
             *compute = cti_resolve_dtype(CT_DTYPE_DEFAULT);
     } else {
@@ -163,7 +117,7 @@ static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1,
             break;
         }
     }
-    *out = unary_outputs_bool(op) ? CT_BOOL : *compute;
+    *out = ct_unary_facts_of(op)->bool_result ? CT_BOOL : *compute;
     return CT_OK;
 }
 
@@ -232,8 +186,6 @@ ct_status cti_unary_into(const char *name, ct_unary_op op, ct_tensor *out, const
 
 /* ---- binary ------------------------------------------------------------ */
 
-static bool binary_outputs_bool(ct_binary_op op) { return op >= CT_BIN_EQ; }
-
 static ct_status check_alpha(ct_binary_op op, ct_dtype dt, double alpha) {
     if ((op != CT_BIN_ADD && op != CT_BIN_SUB) || alpha == 1.0 || ct_dtype_is_floating(dt) ||
         cti_is_whole(alpha))
@@ -277,7 +229,7 @@ static ct_status binary_dtypes(ct_binary_op op, const ct_tensor *a, const ct_ten
     if (check_alpha(op, r, alpha) != CT_OK)
         return ct_last_status();
     *compute = r;
-    *out = binary_outputs_bool(op) ? CT_BOOL : r;
+    *out = ct_binary_facts_of(op)->bool_result ? CT_BOOL : r;
     return CT_OK;
 }
 

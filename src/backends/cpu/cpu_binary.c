@@ -24,8 +24,6 @@ typedef struct binary_ctx {
     atomic_int zero_division; /* set by integer floor_divide/remainder by 0 */
 } binary_ctx;
 
-static bool binary_outputs_bool(ct_binary_op op) { return op >= CT_BIN_EQ; }
-
 /* One elementwise loop: x and y are the operands (type T), EXPR the result
  * (stored as O). Uses po/pa/pb (bases), so/sa/sb (byte steps) and n. */
 #define BIN_LOOP(T, O, EXPR)                                                          \
@@ -264,7 +262,7 @@ static void binary_i64(ct_binary_op op, double alpha_d, char *po, const char *pa
 static void binary_widened(binary_ctx *c, char *po, const char *pa, const char *pb, int64_t so,
                            int64_t sa, int64_t sb, int64_t n) {
     const bool to_float = c->in_dtype == CT_FLOAT16 || c->in_dtype == CT_BFLOAT16;
-    const bool bool_out = binary_outputs_bool(c->op);
+    const bool bool_out = ct_binary_facts_of(c->op)->bool_result;
     const int64_t wsize = to_float ? (int64_t)sizeof(float) : (int64_t)sizeof(int64_t);
     /* int64 buffers, also used as float storage: both are 8-byte aligned */
     int64_t xa[CT_CPU_EW_CHUNK], xb[CT_CPU_EW_CHUNK], xo[CT_CPU_EW_CHUNK];
@@ -328,7 +326,7 @@ ct_status ct_cpu_binary(ct_binary_op op, const ct_kview *out, const ct_kview *a,
     CT_CHECK_STATUS(floating || (op != CT_BIN_DIV && op != CT_BIN_ATAN2), CT_ERR_DTYPE,
                     "\"%s_cpu\" not implemented for '%s'", binary_kernel_name(op),
                     ct_dtype_name(a->dtype));
-    CT_CHECK_STATUS(binary_outputs_bool(op) ? out->dtype == CT_BOOL : out->dtype == a->dtype,
+    CT_CHECK_STATUS(ct_binary_facts_of(op)->bool_result ? out->dtype == CT_BOOL : out->dtype == a->dtype,
                     CT_ERR_INTERNAL, "%s: unexpected output dtype %s", binary_kernel_name(op),
                     ct_dtype_name(out->dtype));
     if (ct_cpu_view_numel(out) == 0)

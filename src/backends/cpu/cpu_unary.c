@@ -24,23 +24,6 @@ typedef struct unary_ctx {
     double p0, p1;
 } unary_ctx;
 
-static bool unary_outputs_bool(ct_unary_op op) {
-    return op == CT_UN_ISNAN || op == CT_UN_ISINF || op == CT_UN_ISFINITE || op == CT_UN_LOGICAL_NOT;
-}
-
-/* Ops that exist for integer dtypes; the rest are floating functions. */
-static bool unary_has_integer_kernel(ct_unary_op op) {
-    switch (op) {
-    case CT_UN_NEG: case CT_UN_ABS: case CT_UN_SIGN: case CT_UN_SQUARE: case CT_UN_RELU:
-    case CT_UN_FLOOR: case CT_UN_CEIL: case CT_UN_ROUND: case CT_UN_TRUNC:
-    case CT_UN_ISNAN: case CT_UN_ISINF: case CT_UN_ISFINITE: case CT_UN_LOGICAL_NOT:
-    case CT_UN_CLAMP:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* One loop: x is the input (type T), EXPR the result stored as O. Uses
  * po/pi (bases), so/si (byte steps) and n. */
 #define UN_LOOP(T, O, EXPR)                                                   \
@@ -162,7 +145,7 @@ static void unary_i64(ct_unary_op op, double p0, double p1, char *po, const char
 static void unary_widened(const unary_ctx *c, char *po, const char *pi, int64_t so, int64_t si,
                           int64_t n) {
     const bool to_float = c->in_dtype == CT_FLOAT16 || c->in_dtype == CT_BFLOAT16;
-    const bool bool_out = unary_outputs_bool(c->op);
+    const bool bool_out = ct_unary_facts_of(c->op)->bool_result;
     const int64_t wsize = to_float ? (int64_t)sizeof(float) : (int64_t)sizeof(int64_t);
     int64_t xi[CT_CPU_EW_CHUNK], xo[CT_CPU_EW_CHUNK]; /* also used as float buffers */
     for (int64_t off = 0; off < n; off += CT_CPU_EW_CHUNK) {
@@ -196,9 +179,9 @@ static void unary_inner(char **ptrs, const int64_t *steps, int64_t n, void *ctx)
 
 ct_status ct_cpu_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0, double p1) {
     CT_CHECK_STATUS((unsigned)op < CT_UN_COUNT_, CT_ERR_INTERNAL, "unary: unknown op %d", (int)op);
-    CT_CHECK_STATUS(ct_dtype_is_floating(in->dtype) || unary_has_integer_kernel(op), CT_ERR_DTYPE,
+    CT_CHECK_STATUS(ct_dtype_is_floating(in->dtype) || ct_unary_facts_of(op)->integer_kernel, CT_ERR_DTYPE,
                     "unary op %d: not implemented for '%s' on cpu", (int)op, ct_dtype_name(in->dtype));
-    CT_CHECK_STATUS(unary_outputs_bool(op) ? out->dtype == CT_BOOL : out->dtype == in->dtype,
+    CT_CHECK_STATUS(ct_unary_facts_of(op)->bool_result ? out->dtype == CT_BOOL : out->dtype == in->dtype,
                     CT_ERR_INTERNAL, "unary op %d: unexpected output dtype %s", (int)op,
                     ct_dtype_name(out->dtype));
     if (ct_cpu_view_numel(out) == 0)

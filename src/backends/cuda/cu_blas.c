@@ -13,7 +13,7 @@
  * result is rounded once as on the other backends. float32 may use TF32
  * when ct_backends_cuda_matmul_set_allow_tf32(true) (PyTorch's
  * allow_tf32). Integer dtypes use the portable kernel of
- * src/kernels/matmul_int.kh, launched through the CUDA runtime.
+ * src/kernels/matmul_int.kh through the shared GPU layer (gpu_linalg.c).
  *
  * cuBLAS runs with a workspace of ours per (handle, stream): cuBLAS
  * documents that this keeps results reproducible when several streams are
@@ -27,19 +27,6 @@
 #include "core/internal.h"
 #include "ctorch/backends.h"
 #include "cu_dl.h"
-
-/* The portable integer kernel's host stub (cu_kernels.cu, extern "C");
- * only its address is used, to launch it. */
-extern void ct_k_matmul_int(void);
-
-/* Same layout as ct_kmm in src/kernels/matmul_int.kh. */
-typedef struct cu_kmm {
-    int64_t batch, m, n, k;
-    int64_t a_off, a_sb, a_sr, a_sc;
-    int64_t b_off, b_sb, b_sr, b_sc;
-    int64_t c_off;
-    int64_t dtype;
-} cu_kmm;
 
 /* One operand: element (b, r, c) at off + b*sb + r*sr + c*sc elements of
  * the segment at base. */
@@ -252,24 +239,6 @@ static ct_status matmul_float(int dev, const mm_dims *dm, const ct_kview *out, c
     return st;
 }
 
-/* ---- integer product: the portable kernel ------------------------------------------------- */
-
-static ct_status matmul_int(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
-                            const ct_kview *b) {
-    cudaStream_t stream;
-    CT_TRY(current_stream(dev, &stream));
-    cu_kmm p = {dm->batch,     dm->m,         dm->n,         dm->k,         a->offset,
-                a->strides[0], a->strides[1], a->strides[2], b->offset,     b->strides[0],
-                b->strides[1], b->strides[2], out->offset,   (int64_t)out->dtype};
-    void *pc = out->data, *pa = a->data, *pb = b->data;
-    void *args[] = {&pc, &pa, &pb, &p};
-    const int64_t n = dm->batch * dm->m * dm->n;
-    dim3 grid = {ct_cu_blocks(n), 1, 1}, block = {CT_CU_THREADS, 1, 1};
-    CT_TRY(ct_cu_check(cudaLaunchKernel((const void *)ct_k_matmul_int, grid, block, args, 0, stream),
-                       "cudaLaunchKernel(ct_k_matmul_int)"));
-    return ct_cu_launched("ct_k_matmul_int");
-}
-
 /* ---- entry ----------------------------------------------------------------------------------- */
 
 ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
@@ -284,7 +253,7 @@ ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b
     case CT_BFLOAT16: return matmul_float(dev, &dm, out, a, b);
     case CT_INT32:
     case CT_INT64:
-    case CT_UINT8: return matmul_int(dev, &dm, out, a, b);
+    case CT_UINT8: return ct_gpu_matmul_int(out, a, b);
     default:
         return ct_error_set(CT_ERR_DTYPE, "matmul: not implemented for '%s' on cuda",
                             ct_dtype_name(out->dtype));

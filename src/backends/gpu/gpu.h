@@ -135,6 +135,9 @@ ct_status ct_gpu_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *ou
                         double param);
 ct_status ct_gpu_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim, int64_t inner,
                          bool log);
+/* out [B, M, N] = a [B, M, K] @ b [B, K, N] in an integer dtype (any
+ * strides; batch stride 0 when broadcast): the portable kernel. */
+ct_status ct_gpu_matmul_int(const ct_kview *out, const ct_kview *a, const ct_kview *b);
 ct_status ct_gpu_copy(const ct_kview *dst, const ct_kview *src);
 ct_status ct_gpu_fill(const ct_kview *dst, double value);
 ct_status ct_gpu_arange(const ct_kview *dst, double start, double step);

@@ -15,29 +15,13 @@
 
 /* ---- unary ----------------------------------------------------------------------- */
 
-static bool unary_outputs_bool(ct_unary_op op) {
-    return op == CT_UN_ISNAN || op == CT_UN_ISINF || op == CT_UN_ISFINITE || op == CT_UN_LOGICAL_NOT;
-}
-
-static bool unary_has_integer_kernel(ct_unary_op op) {
-    switch (op) {
-    case CT_UN_NEG: case CT_UN_ABS: case CT_UN_SIGN: case CT_UN_SQUARE: case CT_UN_RELU:
-    case CT_UN_FLOOR: case CT_UN_CEIL: case CT_UN_ROUND: case CT_UN_TRUNC:
-    case CT_UN_ISNAN: case CT_UN_ISINF: case CT_UN_ISFINITE: case CT_UN_LOGICAL_NOT:
-    case CT_UN_CLAMP:
-        return true;
-    default:
-        return false;
-    }
-}
-
 ct_status ct_gpu_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0, double p1) {
     CT_CHECK_STATUS((unsigned)op < CT_UN_COUNT_, CT_ERR_INTERNAL, "unary: unknown op %d", (int)op);
     const char *name = cti_unary_name(op);
-    CT_CHECK_STATUS(ct_dtype_is_floating(in->dtype) || unary_has_integer_kernel(op), CT_ERR_DTYPE,
+    CT_CHECK_STATUS(ct_dtype_is_floating(in->dtype) || ct_unary_facts_of(op)->integer_kernel, CT_ERR_DTYPE,
                     "%s: not implemented for '%s' on %s", name, ct_dtype_name(in->dtype),
                     ct_device_type_name(out->device_type));
-    CT_CHECK_STATUS(unary_outputs_bool(op) ? out->dtype == CT_BOOL : out->dtype == in->dtype, CT_ERR_INTERNAL,
+    CT_CHECK_STATUS(ct_unary_facts_of(op)->bool_result ? out->dtype == CT_BOOL : out->dtype == in->dtype, CT_ERR_INTERNAL,
                     "%s: unexpected output dtype %s", name, ct_dtype_name(out->dtype));
     CT_TRY(ct_gpu_check_fp64(out, in->dtype, name));
     ct_gpu_meta m[2];
@@ -101,7 +85,7 @@ ct_status ct_gpu_binary(ct_binary_op op, const ct_kview *out, const ct_kview *a,
     CT_CHECK_STATUS(floating || (op != CT_BIN_DIV && op != CT_BIN_ATAN2), CT_ERR_DTYPE,
                     "\"%s_%s\" not implemented for '%s'", name, ct_device_type_name(out->device_type),
                     ct_dtype_name(a->dtype));
-    const bool bool_out = op >= CT_BIN_EQ;
+    const bool bool_out = ct_binary_facts_of(op)->bool_result;
     CT_CHECK_STATUS(bool_out ? out->dtype == CT_BOOL : out->dtype == a->dtype, CT_ERR_INTERNAL,
                     "%s: unexpected output dtype %s", name, ct_dtype_name(out->dtype));
     CT_TRY(ct_gpu_check_fp64(out, a->dtype, name));

@@ -5,7 +5,7 @@
  * Float products go through CLBlast (row-major GEMM, operands passed in place
  * when their strides fit a BLAS layout, packed otherwise); float16/bfloat16
  * are widened to float32 and rounded once, integers use our own kernel
- * (src/kernels/matmul_int.kh).
+ * (src/kernels/matmul_int.kh), through the shared GPU layer (gpu_linalg.c).
  */
 #include <clblast_c.h>
 #include <stdlib.h>
@@ -23,10 +23,6 @@ static ct_status need_fp64(const ct_cl_device *d, int dev, const char *op) {
     if (d->has_fp64) return CT_OK;
     return ct_error_set(CT_ERR_UNSUPPORTED, "%s: float64 is not supported on opencl:%d (%s has no fp64)", op, dev,
                         d->name);
-}
-
-static ct_status launch(int dev, const char *kernel, const ct_clops_arg *args, int nargs, int64_t n) {
-    return ct_clops_launch(dev, kernel, args, nargs, (size_t)n, 0);
 }
 
 /* A new device buffer for temporaries; the caller releases it once the
@@ -47,15 +43,6 @@ typedef struct mm_side {
 typedef struct mm_dims {
     int64_t batch, m, n, k;
 } mm_dims;
-
-/* Same layout as ct_kmm in src/kernels/matmul_int.kh. */
-typedef struct cl_kmm {
-    cl_long batch, m, n, k;
-    cl_long a_off, a_sb, a_sr, a_sc;
-    cl_long b_off, b_sb, b_sr, b_sc;
-    cl_long c_off;
-    cl_long dtype;
-} cl_kmm;
 
 static mm_side side_of(const ct_kview *v) {
     mm_side s = {v->data, v->offset, v->strides[0], v->strides[1], v->strides[2]};
@@ -196,16 +183,6 @@ static ct_status matmul_widened(int dev, const mm_dims *dm, const ct_kview *out,
     return st;
 }
 
-static ct_status matmul_int(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
-                            const ct_kview *b) {
-    cl_kmm p = {dm->batch,     dm->m,         dm->n,         dm->k,         a->offset,
-                a->strides[0], a->strides[1], a->strides[2], b->offset,     b->strides[0],
-                b->strides[1], b->strides[2], out->offset,   out->dtype};
-    cl_mem bc = out->data, ba = a->data, bb = b->data;
-    ct_clops_arg args[] = {CT_CLOPS_ARG(bc), CT_CLOPS_ARG(ba), CT_CLOPS_ARG(bb), CT_CLOPS_ARG(p)};
-    return launch(dev, "ct_k_matmul_int", args, 4, dm->batch * dm->m * dm->n);
-}
-
 ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
     const int dev = out->device;
     ct_cl_device *d = ct_cl_ready(dev);
@@ -220,7 +197,7 @@ ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b
     case CT_BFLOAT16: return matmul_widened(dev, &dm, out, a, b);
     case CT_INT32:
     case CT_INT64:
-    case CT_UINT8: return matmul_int(dev, &dm, out, a, b);
+    case CT_UINT8: return ct_gpu_matmul_int(out, a, b);
     default:
         return ct_error_set(CT_ERR_DTYPE, "matmul: not implemented for '%s' on opencl", ct_dtype_name(out->dtype));
     }

@@ -43,11 +43,6 @@ ct_status ct_cl_kernel(int dev, const char *name, cl_kernel *out);
 void ct_cl_kernel_lock(int dev);
 void ct_cl_kernel_unlock(int dev);
 
-/* The metadata of a strided tensor as kernels receive it: the shared GPU
- * layer's (src/backends/gpu/gpu.h), which src/kernels/kdefs.h mirrors as
- * ct_kmeta. */
-typedef ct_gpu_meta ct_cl_meta;
-ct_cl_meta ct_cl_meta_of(const ct_kview *v);
 
 /* Enqueue a 1-D launch of n work items (rounded up to the work-group size;
  * kernels check their index against n) on the current stream of dev. */

@@ -1,10 +1,10 @@
 /*
- * cl_ops.c — the OpenCL backend's launch helpers (kernel lookup, arguments
- * and enqueueing under the kernel lock), which cl_reduce.c shares, and the
- * OpenCL table of the shared GPU host layer (src/backends/gpu/), through
- * which elementwise, where and indexing run.
+ * cl_ops.c — the OpenCL backend's table for the shared GPU host layer
+ * (src/backends/gpu/): kernel launches by name under the kernel lock, the
+ * device questions (fp64, work-group sizes, CPU or not), and contiguous
+ * copies and fills with the runtime's own commands. Every op runs through
+ * it; no op's host logic lives here.
  */
-#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -13,8 +13,13 @@
 
 /* ---- launch helpers ----------------------------------------------------------- */
 
-ct_status ct_clops_launch(int dev, const char *name, const ct_clops_arg *args, int nargs,
-                          size_t global, size_t local) {
+/* Look up kernel `name` of device dev, set its arguments and enqueue it on
+ * the current stream, all under the kernel lock (kernel objects are shared,
+ * so two threads must never interleave clSetKernelArg calls). local == 0: a
+ * 1-D launch of `global` work items (ct_cl_launch_1d); else exactly
+ * global/local. */
+static ct_status launch_by_name(int dev, const char *name, const ct_gpu_arg *args, int nargs, size_t global,
+                                size_t local) {
     cl_kernel k;
     CT_TRY(ct_cl_kernel(dev, name, &k));
     ct_cl_kernel_lock(dev);
@@ -47,46 +52,11 @@ bool ct_clops_has_fp64(int dev) {
     return cfg != 0;
 }
 
-ct_status ct_clops_check_fp64(int dev, ct_dtype dt, const char *op) {
-    if (dt != CT_FLOAT64 || ct_clops_has_fp64(dev))
-        return CT_OK;
-    return ct_error_set(CT_ERR_UNSUPPORTED,
-                        "%s: float64 is not supported on opencl:%d (the device lacks cl_khr_fp64)",
-                        op, dev);
-}
-
-ct_cl_meta ct_clops_meta(const ct_kview *v) {
-    ct_cl_meta m;
-    memset(&m, 0, sizeof m);
-    m.ndim = v->ndim;
-    m.numel = 1;
-    for (int d = 0; d < v->ndim; d++) {
-        m.shape[d] = v->shape[d];
-        m.strides[d] = v->strides[d];
-        m.numel *= v->shape[d];
-    }
-    m.offset = v->offset;
-    m.dtype = v->dtype;
-    return m;
-}
-
-ct_status ct_clops_group_size(int dev, const char *name, size_t cap, size_t *out) {
-    cl_kernel k;
-    CT_TRY(ct_cl_kernel(dev, name, &k));
-    size_t wg = 1;
-    CT_CL_TRY(clGetKernelWorkGroupInfo(k, ct_cl_device_id(dev), CL_KERNEL_WORK_GROUP_SIZE,
-                                       sizeof wg, &wg, NULL));
-    size_t limit = wg < cap ? wg : cap, p = 1;
-    while (p * 2 <= limit) p *= 2;
-    *out = p;
-    return CT_OK;
-}
-
 /* ---- the table of the shared GPU host layer --------------------------------- */
 
 static ct_status gpu_launch(int dev, ct_kernel_id k, const ct_gpu_arg *args, int nargs, size_t global,
                             size_t local) {
-    return ct_clops_launch(dev, ct_gpu_kernel_name(k), args, nargs, global, local);
+    return launch_by_name(dev, ct_gpu_kernel_name(k), args, nargs, global, local);
 }
 
 static ct_status gpu_max_group_size(int dev, ct_kernel_id id, size_t *out) {

@@ -198,21 +198,6 @@ void ct_cl_kernel_unlock(int dev) {
 
 /* ---- tensors and launches --------------------------------------------------------------- */
 
-ct_cl_meta ct_cl_meta_of(const ct_kview *v) {
-    ct_cl_meta m;
-    memset(&m, 0, sizeof m);
-    m.ndim = v->ndim;
-    m.numel = 1;
-    for (int d = 0; d < v->ndim; d++) {
-        m.shape[d] = v->shape[d];
-        m.strides[d] = v->strides[d];
-        m.numel *= v->shape[d];
-    }
-    m.offset = v->offset;
-    m.dtype = v->dtype;
-    return m;
-}
-
 static ct_status enqueue(int dev, cl_kernel k, size_t global, size_t local) {
     cl_command_queue q = ct_cl_queue(dev);
     if (!q) return ct_last_status();
