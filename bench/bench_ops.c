@@ -13,7 +13,11 @@
  *
  * The header names the OpenBLAS core in use (see bench_common.h).
  *
- * Usage: bench_ops [threads]   (default 2)
+ * Usage: bench_ops [threads] [W0 W2] [--device D]   (default 2 threads, both
+ * workloads, the CPU). On a device (e.g. --device cuda:0) the tensors live
+ * there and each timed repeat ends with a synchronize; a W2 repeat is then
+ * GPU_MATMULS products, so that a launch and a synchronize do not dominate
+ * (bench/torch_workloads.py --device does the same).
  */
 #include "bench_common.h" /* first: it sets _POSIX_C_SOURCE */
 
@@ -21,17 +25,22 @@
 
 #define W0_REPEATS 7
 #define W0_OPS_PER_REPEAT 20000
+#define GPU_MATMULS 10
+
+static bench_args g_args;
 
 /* W0: the cost of one small op: dispatch, allocation of the result and its
  * release, as `a + b` costs in Python on 1-element tensors. */
 static double w0_add_us(void) {
     double times[W0_REPEATS];
-    ct_tensor *a = ct_ones(CT_SHAPE(1));
-    ct_tensor *b = ct_ones(CT_SHAPE(1));
+    ct_tensor *a = ct_ones(CT_SHAPE(1), .device = g_args.device);
+    ct_tensor *b = ct_ones(CT_SHAPE(1), .device = g_args.device);
     for (int i = 0; i < 1000; i++) ct_release(ct_add(a, b));
+    bench_sync(&g_args);
     for (int r = 0; r < W0_REPEATS; r++) {
         double start = bench_now();
         for (int i = 0; i < W0_OPS_PER_REPEAT; i++) ct_release(ct_add(a, b));
+        bench_sync(&g_args);
         times[r] = (bench_now() - start) / W0_OPS_PER_REPEAT * 1e6;
     }
     ct_release(a);
@@ -43,15 +52,17 @@ static double w0_add_us(void) {
 static double w2_matmul_gflops(int64_t n, int repeats) {
     double times[BENCH_MAX_REPEATS];
     double gflops = 0.0;
+    int per_repeat = bench_on_host(&g_args) ? 1 : GPU_MATMULS;
     CT_SCOPE {
-        ct_tensor *a = ct_rand(CT_SHAPE(n, n));
-        ct_tensor *b = ct_rand(CT_SHAPE(n, n));
+        ct_tensor *a = ct_rand(CT_SHAPE(n, n), .device = g_args.device);
+        ct_tensor *b = ct_rand(CT_SHAPE(n, n), .device = g_args.device);
         ct_release(ct_matmul(a, b));
+        bench_sync(&g_args);
         for (int r = 0; r < repeats; r++) {
             double start = bench_now();
-            ct_tensor *c = ct_matmul(a, b);
-            times[r] = bench_now() - start;
-            ct_release(c);
+            for (int i = 0; i < per_repeat; i++) ct_release(ct_matmul(a, b));
+            bench_sync(&g_args);
+            times[r] = (bench_now() - start) / per_repeat;
         }
         if (ct_last_status() == CT_OK)
             gflops = 2.0 * (double)n * (double)n * (double)n / bench_median(times, repeats) / 1e9;
@@ -60,17 +71,23 @@ static double w2_matmul_gflops(int64_t n, int repeats) {
 }
 
 int main(int argc, char **argv) {
-    const char *threads = argc > 1 ? argv[1] : "2";
-    if (atoi(threads) <= 0) {
-        fprintf(stderr, "usage: %s [threads > 0]\n", argv[0]);
+    if (!bench_parse_args(argc, argv, &g_args)) {
+        fprintf(stderr, "usage: %s [threads > 0] [W0 W2] [--device D]\n", argv[0]);
         return 2;
     }
+    const char *threads = g_args.threads;
     bench_ensure_threads(argv, threads);
     bench_print_header(CTORCH_VERSION_STRING, threads);
-    printf("W0 add 1-elem (us/op): %.3f\n", w0_add_us());
-    fflush(stdout);
+    if (!bench_print_device(&g_args)) {
+        fprintf(stderr, "bench_ops: %s\n", ct_last_error());
+        return 1;
+    }
+    if (bench_selected(&g_args, "W0")) {
+        printf("W0 add 1-elem (us/op): %.3f\n", w0_add_us());
+        fflush(stdout);
+    }
     static const int64_t sizes[] = {1024, 2048, 4096};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 3 && bench_selected(&g_args, "W2"); k++) {
         double g = w2_matmul_gflops(sizes[k], sizes[k] < 4096 ? 5 : 3);
         printf("W2 matmul %lld (GFLOP/s): %.3f\n", (long long)sizes[k], g);
         fflush(stdout);

@@ -16,7 +16,11 @@
  * repeat counts are small for ResNet-18, which takes a second or more per
  * step on two cores. Threads as in bench_ops.c (bench_common.h).
  *
- * Usage: bench_train [threads] [workload ids, e.g. W1 W4; default all]
+ * Usage: bench_train [threads] [workload ids, e.g. W1 W4; default all] [--device D]
+ *
+ * On a device (e.g. --device cuda:0) the model and its batch live there,
+ * each timed repeat ends with a synchronize, and the plans below take more
+ * steps per repeat (GPU_PLANS), as bench/torch_workloads.py --device does.
  */
 #include "bench_common.h" /* first: it sets _POSIX_C_SOURCE */
 
@@ -33,6 +37,16 @@ static const bench_plan W3_PLAN = {1, 3, 1};
 static const bench_plan W4_PLAN = {1, 5, 2};
 static const bench_plan W5_PLAN = {1, 3, 1};
 static const bench_plan W6_PLAN = {1, 5, 1};
+/* On a GPU a step takes milliseconds: more steps per repeat, more warm-up
+ * (the first steps pick cuDNN algorithms and fill the caching allocator). */
+static const bench_plan W1_GPU_PLAN = {200, 7, 50};
+static const bench_plan W3_GPU_PLAN = {1, 3, 1};
+static const bench_plan W4_GPU_PLAN = {20, 5, 10};
+static const bench_plan W5_GPU_PLAN = {10, 5, 5};
+static const bench_plan W6_GPU_PLAN = {10, 5, 5};
+
+static bench_args g_args;
+#define PLAN(w) (bench_on_host(&g_args) ? w##_PLAN : w##_GPU_PLAN)
 
 /* One unit of work of a workload: returns false when ctorch reported an
  * error (the message is in ct_last_error). */
@@ -43,10 +57,12 @@ static double median_seconds(bench_fn fn, void *ctx, bench_plan plan) {
     double times[BENCH_MAX_REPEATS];
     for (int i = 0; i < plan.warm; i++)
         if (!fn(ctx)) return -1.0;
+    if (!bench_sync(&g_args)) return -1.0;
     for (int r = 0; r < plan.repeats && r < BENCH_MAX_REPEATS; r++) {
         double start = bench_now();
         for (int i = 0; i < plan.per_repeat; i++)
             if (!fn(ctx)) return -1.0;
+        if (!bench_sync(&g_args)) return -1.0;
         times[r] = (bench_now() - start) / plan.per_repeat;
     }
     return bench_median(times, plan.repeats);
@@ -78,13 +94,13 @@ static bool infer_step(void *p) {
     return ct_last_status() == CT_OK;
 }
 
-/* Seconds per call of step on model (taken) with batch x and targets y
- * (taken); momentum 0 for W1's plain SGD. */
+/* Seconds per call of step on model (taken, moved to the device) with batch
+ * x and targets y (taken, made on the device); momentum 0 for W1's plain SGD. */
 static double time_model(ct_module *model, ct_tensor *x, ct_tensor *y, bool classify,
                          double momentum, bool train, bench_plan plan) {
     train_ctx c = {model, NULL, x, y, classify};
     double t = -1.0;
-    if (model && x && y) {
+    if (model && x && y && ct_module_to_checked(model, g_args.device) == CT_OK) {
         if (train) {
             c.opt = ct_sgd(model, (ct_sgd_opts){.lr = 0.01, .momentum = momentum});
             if (c.opt) t = median_seconds(train_step, &c, plan);
@@ -101,37 +117,41 @@ static double time_model(ct_module *model, ct_tensor *x, ct_tensor *y, bool clas
 }
 
 static double w1_linear_us(void) {
-    double t = time_model(ct_nn_linear(10, 1, true), ct_randn(CT_SHAPE(32, 10)),
-                          ct_randn(CT_SHAPE(32, 1)), false, 0.0, true, W1_PLAN);
+    ct_device d = g_args.device;
+    double t = time_model(ct_nn_linear(10, 1, true), ct_randn(CT_SHAPE(32, 10), .device = d),
+                          ct_randn(CT_SHAPE(32, 1), .device = d), false, 0.0, true, PLAN(W1));
     return t < 0 ? t : t * 1e6;
 }
 
 static bool w3_loop(void *unused) {
     (void)unused;
     for (int i = 0; i < 100; i++) CT_SCOPE {
-        ct_mm(ct_randn(CT_SHAPE(1000, 1000)), ct_randn(CT_SHAPE(1000, 1000)));
+        ct_mm(ct_randn(CT_SHAPE(1000, 1000), .device = g_args.device),
+              ct_randn(CT_SHAPE(1000, 1000), .device = g_args.device));
     }
     return ct_last_status() == CT_OK;
 }
 
-static double w3_randn_mm_s(void) { return median_seconds(w3_loop, NULL, W3_PLAN); }
+static double w3_randn_mm_s(void) { return median_seconds(w3_loop, NULL, PLAN(W3)); }
 
 static double images_per_s(double seconds, int batch) { return seconds > 0 ? batch / seconds : -1.0; }
 
 static double w4_fmnist_img_s(void) {
-    double t = time_model(ct_model_fmnist_cnn(), ct_randn(CT_SHAPE(128, 1, 28, 28)),
-                          ct_randint(0, 10, CT_SHAPE(128)), true, 0.9, true, W4_PLAN);
+    ct_device d = g_args.device;
+    double t = time_model(ct_model_fmnist_cnn(), ct_randn(CT_SHAPE(128, 1, 28, 28), .device = d),
+                          ct_randint(0, 10, CT_SHAPE(128), .device = d), true, 0.9, true, PLAN(W4));
     return images_per_s(t, 128);
 }
 
 static double resnet18_img_s(bool train, bench_plan plan) {
-    double t = time_model(ct_model_resnet18(10), ct_randn(CT_SHAPE(64, 3, 32, 32)),
-                          ct_randint(0, 10, CT_SHAPE(64)), true, 0.9, train, plan);
+    ct_device d = g_args.device;
+    double t = time_model(ct_model_resnet18(10), ct_randn(CT_SHAPE(64, 3, 32, 32), .device = d),
+                          ct_randint(0, 10, CT_SHAPE(64), .device = d), true, 0.9, train, plan);
     return images_per_s(t, 64);
 }
 
-static double w5_resnet_train_img_s(void) { return resnet18_img_s(true, W5_PLAN); }
-static double w6_resnet_infer_img_s(void) { return resnet18_img_s(false, W6_PLAN); }
+static double w5_resnet_train_img_s(void) { return resnet18_img_s(true, PLAN(W5)); }
+static double w6_resnet_infer_img_s(void) { return resnet18_img_s(false, PLAN(W6)); }
 
 typedef struct workload {
     const char *id, *label;
@@ -147,25 +167,22 @@ static const workload WORKLOADS[] = {
 };
 #define N_WORKLOADS ((int)(sizeof WORKLOADS / sizeof WORKLOADS[0]))
 
-static bool selected(const char *id, int argc, char **argv) {
-    if (argc <= 2) return true;
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], id) == 0) return true;
-    return false;
-}
-
 int main(int argc, char **argv) {
-    const char *threads = argc > 1 ? argv[1] : "2";
-    if (atoi(threads) <= 0) {
-        fprintf(stderr, "usage: %s [threads > 0] [W1 W3 W4 W5 W6]\n", argv[0]);
+    if (!bench_parse_args(argc, argv, &g_args)) {
+        fprintf(stderr, "usage: %s [threads > 0] [W1 W3 W4 W5 W6] [--device D]\n", argv[0]);
         return 2;
     }
+    const char *threads = g_args.threads;
     bench_ensure_threads(argv, threads);
     bench_print_header(CTORCH_VERSION_STRING, threads);
+    if (!bench_print_device(&g_args)) {
+        fprintf(stderr, "bench_train: %s\n", ct_last_error());
+        return 1;
+    }
     ct_manual_seed(0);
     int rc = 0;
     for (int k = 0; k < N_WORKLOADS; k++) {
-        if (!selected(WORKLOADS[k].id, argc, argv)) continue;
+        if (!bench_selected(&g_args, WORKLOADS[k].id)) continue;
         double v = WORKLOADS[k].run();
         if (v < 0) {
             fprintf(stderr, "bench_train: %s: %s\n", WORKLOADS[k].id, ct_last_error());

@@ -4,8 +4,13 @@ ctorch: medians of several repeats after a warm-up, with torch_anchor.py's
 labels and units. Also names the OpenBLAS core that PyTorch's BLAS uses
 (OpenBLAS may mis-detect a virtual CPU; OPENBLAS_CORETYPE overrides it).
 
-Usage: python3 bench/torch_workloads.py [threads] [workload ids; default all]
-ResNet-18 comes from torchvision (Debian: python3-torchvision).
+Usage: python3 bench/torch_workloads.py [threads] [workload ids; default all] [--device D]
+ResNet-18 comes from torchvision (Debian: python3-torchvision); without it,
+from the same layout written out below.
+
+On a device (--device cuda:0) the tensors and models live there, each timed
+repeat ends with torch.cuda.synchronize(), and the repeats take more steps
+(GPU_PLANS), exactly as bench_ops and bench_train do with --device.
 """
 import ctypes
 import re
@@ -18,14 +23,37 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+DEVICE = torch.device("cpu")
+
+# (per_repeat, repeats, warm) on a GPU, as bench_train.c's *_GPU_PLAN and
+# bench_ops.c's GPU_MATMULS.
+GPU_PLANS = {"W1": (200, 7, 50), "W2": (10, None, 1), "W3": (1, 3, 1), "W4": (20, 5, 10),
+             "W5": (10, 5, 5), "W6": (10, 5, 5)}
+
+
+def plan(wid, per_repeat, repeats, warm):
+    """The CPU plan given, or the GPU plan of wid on a device (None: keep)."""
+    if DEVICE.type == "cpu" or wid not in GPU_PLANS:
+        return dict(per_repeat=per_repeat, repeats=repeats, warm=warm)
+    p, r, w = GPU_PLANS[wid]
+    return dict(per_repeat=p, repeats=r or repeats, warm=w)
+
+
+def sync():
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+
+
 def median_time(fn, repeats, warm, per_repeat=1):
     for _ in range(warm):
         fn()
+    sync()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(per_repeat):
             fn()
+        sync()
         times.append((time.perf_counter() - start) / per_repeat)
     return statistics.median(times)
 
@@ -54,7 +82,7 @@ def openblas_core():
 
 
 def w0():
-    a, b = torch.ones(1), torch.ones(1)
+    a, b = torch.ones(1, device=DEVICE), torch.ones(1, device=DEVICE)
     t = median_time(lambda: a + b, repeats=7, warm=1000, per_repeat=20000)
     print(f"W0 add 1-elem (us/op): {t * 1e6:.3f}", flush=True)
 
@@ -69,25 +97,25 @@ def train_step(model, opt, x, y, loss_fn):
 
 
 def w1():
-    m = nn.Linear(10, 1)
+    m = nn.Linear(10, 1).to(DEVICE)
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
-    x, y = torch.randn(32, 10), torch.randn(32, 1)
-    t = median_time(train_step(m, opt, x, y, F.mse_loss), repeats=7, warm=200, per_repeat=1000)
+    x, y = torch.randn(32, 10, device=DEVICE), torch.randn(32, 1, device=DEVICE)
+    t = median_time(train_step(m, opt, x, y, F.mse_loss), **plan("W1", 1000, 7, 200))
     print(f"W1 Linear(10,1) train step (us): {t * 1e6:.3f}", flush=True)
 
 
 def w2():
     for n in (1024, 2048, 4096):
-        A, B = torch.rand(n, n), torch.rand(n, n)
-        t = median_time(lambda: A @ B, repeats=5 if n < 4096 else 3, warm=1)
+        A, B = torch.rand(n, n, device=DEVICE), torch.rand(n, n, device=DEVICE)
+        t = median_time(lambda: A @ B, **plan("W2", 1, 5 if n < 4096 else 3, 1))
         print(f"W2 matmul {n} (GFLOP/s): {2 * n**3 / t / 1e9:.3f}", flush=True)
 
 
 def w3():
     def loop():
         for _ in range(100):
-            torch.randn(1000, 1000).mm(torch.randn(1000, 1000))
-    print(f"W3 100x randn+mm 1000 (s): {median_time(loop, repeats=3, warm=1):.3f}", flush=True)
+            torch.randn(1000, 1000, device=DEVICE).mm(torch.randn(1000, 1000, device=DEVICE))
+    print(f"W3 100x randn+mm 1000 (s): {median_time(loop, **plan('W3', 1, 3, 1)):.3f}", flush=True)
 
 
 class FashionCNN(nn.Module):
@@ -105,23 +133,66 @@ class FashionCNN(nn.Module):
 
 
 def w4():
-    net = FashionCNN()
+    net = FashionCNN().to(DEVICE)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x, y = torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,))
-    t = median_time(train_step(net, opt, x, y, F.cross_entropy), repeats=5, warm=2)
+    x, y = torch.randn(128, 1, 28, 28, device=DEVICE), torch.randint(0, 10, (128,), device=DEVICE)
+    t = median_time(train_step(net, opt, x, y, F.cross_entropy), **plan("W4", 1, 5, 2))
     print(f"W4 FMNIST CNN train (img/s): {128 / t:.3f}", flush=True)
 
 
+class BasicBlock(nn.Module):
+    """torchvision's BasicBlock, for machines without torchvision."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet18(nn.Module):
+    """torchvision.models.resnet18's layout (7x7 stem, max pool, 4 stages of 2 blocks)."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        stages, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            stages.append(nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)))
+            cin = cout
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.fc = nn.Linear(512, num_classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
 def resnet18_batch():
-    import torchvision
-    return (torchvision.models.resnet18(num_classes=10),
-            torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,)))
+    try:
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=10)
+    except ImportError:
+        model = ResNet18(num_classes=10)
+    return (model.to(DEVICE), torch.randn(64, 3, 32, 32, device=DEVICE),
+            torch.randint(0, 10, (64,), device=DEVICE))
 
 
 def w5():
     r, x, y = resnet18_batch()
     opt = torch.optim.SGD(r.parameters(), lr=0.01, momentum=0.9)
-    t = median_time(train_step(r, opt, x, y, F.cross_entropy), repeats=3, warm=1)
+    t = median_time(train_step(r, opt, x, y, F.cross_entropy), **plan("W5", 1, 3, 1))
     print(f"W5 ResNet18 CIFAR train (img/s): {64 / t:.3f}", flush=True)
 
 
@@ -129,7 +200,7 @@ def w6():
     r, x, _ = resnet18_batch()
     r.eval()
     with torch.no_grad():
-        t = median_time(lambda: r(x), repeats=5, warm=1)
+        t = median_time(lambda: r(x), **plan("W6", 1, 5, 1))
     print(f"W6 ResNet18 CIFAR infer (img/s): {64 / t:.3f}", flush=True)
 
 
@@ -137,13 +208,24 @@ WORKLOADS = {"W0": w0, "W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w
 
 
 def main():
-    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    chosen = sys.argv[2:] or list(WORKLOADS)
+    global DEVICE
+    args = sys.argv[1:]
+    if "--device" in args:
+        i = args.index("--device")
+        DEVICE = torch.device(args[i + 1])
+        del args[i:i + 2]
+    threads = int(args[0]) if args and not args[0].startswith("W") else 2
+    chosen = [a for a in args if a.startswith("W")] or list(WORKLOADS)
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     print(f"# PyTorch {torch.__version__}, {threads} threads")
     print(f"# {math_libraries()}")
     print(f"# OpenBLAS core: {openblas_core()}", flush=True)
+    if DEVICE.type == "cuda":
+        p = torch.cuda.get_device_properties(DEVICE)
+        print(f"# device: {DEVICE} ({p.name}, {p.major}.{p.minor}, {p.total_memory >> 20} MiB; "
+              f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}); "
+              "timings wait for the device (synchronize)", flush=True)
     for wid in chosen:
         WORKLOADS[wid]()
 

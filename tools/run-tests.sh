@@ -4,10 +4,11 @@
 # under AddressSanitizer + UndefinedBehaviorSanitizer, check that an
 # installed ctorch is usable through find_package and pkg-config, build
 # without OpenMP under ThreadSanitizer and run the tests that use threads,
-# and fuzz the safetensors, IDX and CIFAR-10 parsers for 20 seconds each.
+# fuzz the safetensors, IDX and CIFAR-10 parsers for 20 seconds each, and
+# check that the GPU check (tools/gpu-check.sh) packs and runs without a GPU.
 # Set CT_SKIP_SANITIZE=1 to skip the ASan+UBSan pass, CT_SKIP_TSAN=1 to skip
-# the ThreadSanitizer pass and CT_SKIP_FUZZ=1 to skip the short fuzzing run
-# (quicker local runs).
+# the ThreadSanitizer pass, CT_SKIP_FUZZ=1 to skip the short fuzzing run and
+# CT_SKIP_GPU_CHECK=1 to skip the GPU check's dry run (quicker local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
@@ -81,5 +82,9 @@ fi
 if [ "${CT_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== fuzzing the file parsers briefly (libFuzzer: safetensors, IDX, CIFAR-10)"
   tools/run-fuzz.sh 20 safetensors idx cifar
+fi
+if [ "${CT_SKIP_GPU_CHECK:-0}" != 1 ]; then
+  echo "== GPU check, dry run: CUDA build and pack, then the run step here (GPU steps skipped)"
+  tools/gpu-check.sh dry-run
 fi
 echo "run-tests: all passed"
