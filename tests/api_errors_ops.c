@@ -70,6 +70,8 @@ static void rows_elementwise(void) {
     PROP_PTR(ct_isinf, (NT));
     PROP_PTR(ct_isfinite, (NT));
     PROP_PTR(ct_leaky_relu, (NT, 0.1));
+    PROP_PTR(ct_hardswish, (NT));
+    ERR_PTR(ct_hardswish, (F.idx), "hardswish");
     PROP_PTR(ct_clamp, (NT, 0, 1));
     PROP_PTR(ct_where, (NT, F.t, F.t));
     PROP_PTR(ct_where, (F.mask, F.t, NT));

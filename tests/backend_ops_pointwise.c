@@ -21,7 +21,7 @@ static unary_fn unary_function(int op) {
         ct_neg, ct_abs, ct_sign, ct_square, ct_exp, ct_expm1, ct_log, ct_log1p, ct_log2, ct_sqrt,
         ct_rsqrt, ct_reciprocal, ct_sin, ct_cos, ct_tanh, ct_sigmoid, ct_relu, ct_gelu,
         ct_gelu_tanh, ct_silu, ct_softplus, ct_erf, ct_floor, ct_ceil, ct_round, ct_trunc,
-        ct_isnan, ct_isinf, ct_isfinite, ct_logical_not, do_leaky, NULL};
+        ct_isnan, ct_isinf, ct_isfinite, ct_logical_not, do_leaky, NULL, ct_hardswish};
     return fns[op];
 }
 
@@ -224,6 +224,7 @@ static bool negative_integer_power(const bo_case *c, ct_dtype dt, int v) {
     UN("logical_not", CT_UN_LOGICAL_NOT, BO_DEFAULT, BO_DT_ALL),                                   \
     UN_ANY_ZERO("leaky_relu", CT_UN_LEAKY_RELU, BO_DT_FLOAT),                                      \
     UN_ANY_ZERO("clamp", CT_UN_CLAMP, BO_DT_ALL),                                                  \
+    UN("hardswish", CT_UN_HARDSWISH, BO_DEFAULT, BO_DT_FLOAT),                                     \
                                                                                                    \
     BIN("add", CT_BIN_ADD, BO_DEFAULT, BO_DT_ALL),                                                 \
     BIN("sub", CT_BIN_SUB, BO_DEFAULT, BO_DT_NOBOOL),                                              \

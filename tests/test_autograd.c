@@ -136,6 +136,7 @@ UNARY_FN(f_silu, ct_silu(in[0]))
 UNARY_FN(f_softplus, ct_softplus(in[0]))
 UNARY_FN(f_erf, ct_erf(in[0]))
 UNARY_FN(f_leaky, ct_leaky_relu(in[0], 0.1))
+UNARY_FN(f_hardswish, ct_hardswish(in[0]))
 UNARY_FN(f_clamp, ct_clamp(in[0], -0.5, 0.5))
 UNARY_FN(f_add, ct_add(in[0], in[1]))
 UNARY_FN(f_add_scaled, ct_add_scaled(in[0], in[1], -2.5))
@@ -175,6 +176,7 @@ static const op_case k_unary[] = {
     {"relu", 1, f_relu, 0.1, 2}, {"gelu", 1, f_gelu, -3, 3}, {"gelu_tanh", 1, f_gelu_tanh, -3, 3},
     {"silu", 1, f_silu, -3, 3}, {"softplus", 1, f_softplus, -3, 3}, {"erf", 1, f_erf, -2, 2},
     {"leaky_relu", 1, f_leaky, 0.1, 2}, {"clamp", 1, f_clamp, -0.4, 0.4},
+    {"hardswish", 1, f_hardswish, -2.9, 2.9},
     {"scalar ops", 1, f_scalars, 0.1, 2},
     {"sum", 1, f_sum, -2, 2}, {"sum keepdim", 1, f_sum_keep, -2, 2}, {"mean", 1, f_mean, -2, 2},
     {"mean all", 1, f_mean_all, -2, 2}, {"prod", 1, f_prod, 0.5, 2}, {"amax", 1, f_amax, -2, 2},

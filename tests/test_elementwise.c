@@ -174,6 +174,30 @@ static void check_param_unary(const char *name, ct_unary_op op, ct_dtype dt, dou
     free(stored);
 }
 
+/* F.hardswish against PyTorch 2.15 (tests/fixtures/hardswish.py prints
+ * these): values, the -0.0 of negative x, NaN, gradients at PyTorch's
+ * boundaries (0 at x <= -3, 1 from 3 on and for NaN), and ints refused. */
+static void test_hardswish(void) {
+    static const double x[8] = {-4, -3, -1.5, 0, 1, 3, 4, NAN};
+    static const double y[8] = {-0.0, -0.0, -0.375, 0, 0.6666666865348816, 3, 4, NAN};
+    static const double g[8] = {0, 0, 0, 0.5, 0.8333333730697632, 1, 1, 1};
+    CT_SCOPE {
+        ct_tensor *t = ct_test_tensor(x, CT_SHAPE(8), CT_FLOAT32);
+        ct_set_requires_grad(t, true);
+        ct_tensor *out = ct_hardswish(t);
+        CT_EXPECT_STR_EQ(ct_grad_fn_name(out), "HardswishBackward0");
+        CT_EXPECT_CLOSE(out, y, 8, 0, 0);
+        CT_EXPECT(signbit(ct_get(out, (int64_t[]){0})) && signbit(ct_get(out, (int64_t[]){1})));
+        CT_EXPECT_INT_EQ(ct_backward(ct_sum_all(out)), CT_OK);
+        CT_EXPECT_CLOSE(ct_grad(t), g, 8, 0, 0);
+        ct_tensor *d = ct_hardswish(ct_test_tensor(x, CT_SHAPE(8), CT_FLOAT64));
+        for (int i = 0; i < 7; i++)
+            CT_EXPECT_NEAR(ct_get(d, (int64_t[]){i}), x[i] * fmin(fmax(x[i] + 3, 0), 6) / 6, 1e-15);
+        CT_EXPECT(ct_hardswish(ct_test_tensor(x, CT_SHAPE(2), CT_INT64)) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "hardswish");
+    }
+}
+
 static void test_clamp_and_leaky_relu(void) {
     for (int d = 0; d < 8; d++) {
         ct_dtype dt = all_dtypes[d];
@@ -369,6 +393,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_unary_all_ops_all_dtypes);
     CT_RUN(test_unary_int_to_default_float64);
     CT_RUN(test_clamp_and_leaky_relu);
+    CT_RUN(test_hardswish);
     CT_RUN(test_unary_special_values);
     CT_RUN(test_unary_tiny_arguments);
     CT_RUN(test_exp_float32_sweep);

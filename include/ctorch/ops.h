@@ -91,6 +91,8 @@ CT_API ct_tensor *ct_isnan(const ct_tensor *a);       /* bool */
 CT_API ct_tensor *ct_isinf(const ct_tensor *a);       /* bool */
 CT_API ct_tensor *ct_isfinite(const ct_tensor *a);    /* bool */
 CT_API ct_tensor *ct_leaky_relu(const ct_tensor *a, double negative_slope);
+/* F.hardswish: x * relu6(x + 3) / 6; floating dtypes only, as PyTorch. */
+CT_API ct_tensor *ct_hardswish(const ct_tensor *a);
 /* clamp to [lo, hi]; pass NAN for a missing bound (at least one needed). */
 CT_API ct_tensor *ct_clamp(const ct_tensor *a, double lo, double hi);
 /* cond ? a : b, broadcasting all three; cond must be bool. */

@@ -211,6 +211,11 @@ static const ct_tensor *unary_grad(scratch *s, ct_unary_op op, const ct_tensor *
         if (!isnan(p1)) m = MUL(s, m, CMPS(s, CT_BIN_LE, x, p1));
         return MUL(s, g, m);
     }
+    case CT_UN_HARDSWISH: { /* PyTorch's: 0 for x <= -3, x/3 + 1/2 below 3, else 1 (NaN too) */
+        const ct_tensor *mid = ADDS(s, MULS(s, x, 1.0 / 3.0), 0.5);
+        const ct_tensor *upper = own(s, cti_where(CMPS(s, CT_BIN_LT, x, 3.0), mid, own(s, cti_ones_like(x))));
+        return MUL(s, g, own(s, cti_where(CMPS(s, CT_BIN_LE, x, -3.0), own(s, cti_zeros_like(x)), upper)));
+    }
     default: return MULS(s, g, 0.0); /* sign, floor, ceil, round, trunc: zero almost everywhere */
     }
 }

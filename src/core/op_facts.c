@@ -44,6 +44,7 @@ static const ct_unary_facts k_unary[CT_UN_COUNT_] = {
     [CT_UN_LOGICAL_NOT] = {"logical_not", NULL, false, true, true},
     [CT_UN_LEAKY_RELU] = {"leaky_relu", "LeakyReluBackward0", false, false, false},
     [CT_UN_CLAMP] = {"clamp", "ClampBackward1", false, true, false},
+    [CT_UN_HARDSWISH] = {"hardswish", "HardswishBackward0", false, false, false},
 };
 
 /* Columns: name, autograd node, bool result. */

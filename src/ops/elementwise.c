@@ -78,7 +78,11 @@ static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1,
     const char *name = cti_unary_name(op);
     const bool floating = ct_dtype_is_floating(in);
     *compute = in;
-    if (ct_unary_facts_of(op)->floating) {
+    const ct_unary_facts *facts = ct_unary_facts_of(op);
+    /* floating-only ops without integer kernels (leaky_relu, hardswish) */
+    if (!facts->floating && !facts->integer_kernel && !floating)
+        return not_implemented(name, in);
+    if (facts->floating) {
         if (!floating)
             *compute = cti_resolve_dtype(CT_DTYPE_DEFAULT);
     } else {
@@ -102,10 +106,6 @@ static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1,
             /* square is pow(x, 2): a bool tensor with an int scalar gives int64 */
             if (in == CT_BOOL)
                 *compute = CT_INT64;
-            break;
-        case CT_UN_LEAKY_RELU:
-            if (!floating)
-                return not_implemented(name, in);
             break;
         case CT_UN_CLAMP:
             if (isnan(p0) && isnan(p1))

@@ -78,5 +78,6 @@ ct_tensor *ct_isnan(const ct_tensor *a) { return ct_track(cta_unary(CT_UN_ISNAN,
 ct_tensor *ct_isinf(const ct_tensor *a) { return ct_track(cta_unary(CT_UN_ISINF, a, 0.0, 0.0)); }
 ct_tensor *ct_isfinite(const ct_tensor *a) { return ct_track(cta_unary(CT_UN_ISFINITE, a, 0.0, 0.0)); }
 ct_tensor *ct_leaky_relu(const ct_tensor *a, double negative_slope) { return ct_track(cta_unary(CT_UN_LEAKY_RELU, a, negative_slope, 0.0)); }
+ct_tensor *ct_hardswish(const ct_tensor *a) { return ct_track(cta_unary(CT_UN_HARDSWISH, a, 0.0, 0.0)); }
 ct_tensor *ct_clamp(const ct_tensor *a, double lo, double hi) { return ct_track(cta_unary(CT_UN_CLAMP, a, lo, hi)); }
 ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) { return ct_track(cta_where(cond, a, b)); }

@@ -24,6 +24,8 @@ typedef struct unary_ctx {
     double p0, p1;
 } unary_ctx;
 
+#define HARDSWISH_RELU6(t) ((t) < 0 ? 0 : (t) > 6 ? 6 : (t))
+
 /* One loop: x is the input (type T), EXPR the result stored as O. Uses
  * po/pi (bases), so/si (byte steps) and n. */
 #define UN_LOOP(T, O, EXPR)                                                   \
@@ -102,6 +104,8 @@ typedef struct unary_ctx {
             UN_LOOP(T, T, CLAMP_EXPR(x, lo, hi));                                              \
             break;                                                                             \
         }                                                                                      \
+        /* x * relu6(x + 3) / 6; a NaN stays NaN (no fmin/fmax) */                            \
+        case CT_UN_HARDSWISH: UN_LOOP(T, T, x * HARDSWISH_RELU6(x + (T)3) / (T)6); break;     \
         default: break;                                                                        \
         }                                                                                      \
     }
@@ -180,9 +184,9 @@ static void unary_inner(char **ptrs, const int64_t *steps, int64_t n, void *ctx)
 ct_status ct_cpu_unary(ct_unary_op op, const ct_kview *out, const ct_kview *in, double p0, double p1) {
     CT_CHECK_STATUS((unsigned)op < CT_UN_COUNT_, CT_ERR_INTERNAL, "unary: unknown op %d", (int)op);
     CT_CHECK_STATUS(ct_dtype_is_floating(in->dtype) || ct_unary_facts_of(op)->integer_kernel, CT_ERR_DTYPE,
-                    "unary op %d: not implemented for '%s' on cpu", (int)op, ct_dtype_name(in->dtype));
+                    "%s: not implemented for '%s' on cpu", ct_unary_facts_of(op)->name, ct_dtype_name(in->dtype));
     CT_CHECK_STATUS(ct_unary_facts_of(op)->bool_result ? out->dtype == CT_BOOL : out->dtype == in->dtype,
-                    CT_ERR_INTERNAL, "unary op %d: unexpected output dtype %s", (int)op,
+                    CT_ERR_INTERNAL, "%s: unexpected output dtype %s", ct_unary_facts_of(op)->name,
                     ct_dtype_name(out->dtype));
     if (ct_cpu_view_numel(out) == 0)
         return CT_OK;
