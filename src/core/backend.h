@@ -100,6 +100,8 @@ typedef enum ct_random_kind {
 } ct_random_kind;
 
 struct ct_gpu_device; /* src/backends/gpu/gpu.h */
+/* A backend-specific function, cast back to its own type by the caller. */
+typedef void (*ct_backend_proc)(void);
 
 typedef struct ct_backend {
     int api_version;
@@ -108,6 +110,11 @@ typedef struct ct_backend {
     /* GPU backends: the kernel-launch table the shared host code of
      * src/backends/gpu/ drives (NULL for the CPU). */
     const struct ct_gpu_device *gpu;
+    /* Backend-specific entry points by name (ggml's get_proc_address), so
+     * that the core can ask for them without naming the backend: NULL when
+     * the backend has no such thing. Names in use: "cublas_version" and
+     * "cudnn_version" (int (*)(void): 0 when the library is not found). */
+    ct_backend_proc (*get_proc)(const char *name);
 
     /* devices */
     int (*device_count)(void);

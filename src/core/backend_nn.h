@@ -187,8 +187,4 @@ struct ct_backend_nn {
                                      int64_t n, int64_t c, int64_t s);
 };
 
-/* The tables, for the backend tables' `.nn` members (the GPU backends'
- * is ct_gpu_nn_ops, src/backends/gpu/gpu.h). */
-extern const struct ct_backend_nn ct_cpu_nn_ops;
-
 #endif /* CT_CORE_BACKEND_NN_H */

@@ -3,19 +3,23 @@
  * (include/ctorch/backends.h): process-wide atomics, as PyTorch keeps them
  * in at::Context, so that any thread may flip them and every backend reads
  * the current value at its next operation. Compiled into every build; the
- * library versions come from the CUDA backend's loader when it is built in.
+ * library versions are asked of the CUDA backend by name (get_proc), so
+ * this file needs no knowledge of which backends were built.
  */
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/backend.h"
 #include "core/error.h"
 #include "ctorch/backends.h"
 
-#ifdef CTORCH_HAVE_CUDA
-/* src/backends/cuda/cu_dl.c (its header needs the CUDA include paths). */
-int ct_cu_dl_cudnn_version(void);
-int ct_cu_dl_cublas_version(void);
-#endif
+/* An int-valued query a backend may answer (ct_backend.get_proc); 0 when
+ * the backend is not built in or does not know it. */
+static int backend_int(ct_device_type type, const char *name) {
+    const ct_backend *b = ct_backend_for(type);
+    ct_backend_proc p = b && b->get_proc ? b->get_proc(name) : NULL;
+    return p ? ((int (*)(void))p)() : 0;
+}
 
 /* float32 matmul precision, PyTorch's three levels; TF32 is allowed above
  * "highest". */
@@ -76,23 +80,11 @@ bool ct_are_deterministic_algorithms_enabled(void) {
     return atomic_load(&g_deterministic_algorithms);
 }
 
-int ct_backends_cudnn_version(void) {
-#ifdef CTORCH_HAVE_CUDA
-    return ct_cu_dl_cudnn_version();
-#else
-    return 0;
-#endif
-}
+int ct_backends_cudnn_version(void) { return backend_int(CT_DEVICE_CUDA, "cudnn_version"); }
 
 bool ct_backends_cudnn_is_available(void) { return ct_backends_cudnn_version() > 0; }
 
 void ct_backends_mkldnn_set_enabled(bool enabled) { atomic_store(&g_mkldnn_enabled, enabled); }
 bool ct_backends_mkldnn_get_enabled(void) { return atomic_load(&g_mkldnn_enabled); }
 
-int ct_backends_cublas_version(void) {
-#ifdef CTORCH_HAVE_CUDA
-    return ct_cu_dl_cublas_version();
-#else
-    return 0;
-#endif
-}
+int ct_backends_cublas_version(void) { return backend_int(CT_DEVICE_CUDA, "cublas_version"); }

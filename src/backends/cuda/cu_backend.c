@@ -26,6 +26,7 @@
 #include "core/alloc_common.h" /* ct_format_size */
 #include "core/runtime.h"
 #include "backends/gpu/gpu.h"
+#include "cu_dl.h"
 #include "cu_internal.h"
 
 #ifndef CTORCH_CUDA_ARCHS
@@ -447,11 +448,19 @@ static void cu_host_free(void *ptr) {
 
 /* ---- the table ---------------------------------------------------------------------------------- */
 
+/* What the core asks of CUDA by name (ct_backend.get_proc). */
+static ct_backend_proc cu_get_proc(const char *name) {
+    if (!strcmp(name, "cublas_version")) return (ct_backend_proc)ct_cu_dl_cublas_version;
+    if (!strcmp(name, "cudnn_version")) return (ct_backend_proc)ct_cu_dl_cudnn_version;
+    return NULL;
+}
+
 const ct_backend ct_cuda_backend = {
     .api_version = CT_BACKEND_API_VERSION,
     .name = "cuda",
     .type = CT_DEVICE_CUDA,
     .gpu = &ct_cu_gpu,
+    .get_proc = cu_get_proc,
     .device_count = cu_device_count,
     .no_device_reason = no_device_reason,
     .device_name = cu_device_name,

@@ -18,14 +18,15 @@
  * Every entry falls back to the portable kernel when cuDNN declines, is
  * switched off (ct_backends_cudnn_set_enabled(false)) or is not installed.
  *
- * A C table cannot be initialised from another table's members, so the
- * entries cuDNN does not touch are small forwarding functions.
+ * The entries cuDNN does not touch are the shared functions themselves,
+ * named in the tables below (backends/gpu/gpu_ops.h): no forwarding layer.
  */
 #include <limits.h>
 #include <string.h>
 
 #include "ctorch/backends.h"
 #include "backends/gpu/gpu.h"
+#include "backends/gpu/gpu_ops.h"
 #include "cu_dnn.h"
 
 /* ---- shared helpers (cu_dnn.h) -------------------------------------------------------------- */
@@ -253,68 +254,8 @@ static ct_status dnn_pool(cudnnPoolingMode_t mode, const ct_kview *out, const ct
 
 /* ---- the tables ------------------------------------------------------------------------------------- */
 
-#define KC ct_gpu_conv_ops
-#define KN ct_gpu_nn_ops
-
-static ct_status missing(const char *op) {
-    return ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on cuda", op);
-}
-
-/* An entry that cuDNN leaves alone: the portable kernel's. */
-#define FORWARD(table, entry, params, args) \
-    static ct_status fwd_##entry params { return table.entry ? table.entry args : missing(#entry); }
-
-FORWARD(KC, im2col, (const ct_kview *cols, const ct_kview *im, const ct_conv2d_geom *g), (cols, im, g))
-FORWARD(KC, col2im, (const ct_kview *im, const ct_kview *cols, const ct_conv2d_geom *g), (im, cols, g))
-
-FORWARD(KN, max_pool2d_backward,
-        (const ct_kview *gi, const ct_kview *go, const ct_kview *idx, const ct_pool2d_geom *g),
-        (gi, go, idx, g))
-FORWARD(KN, avg_pool2d_backward, (const ct_kview *gi, const ct_kview *go, const ct_pool2d_geom *g),
-        (gi, go, g))
-FORWARD(KN, adaptive_avg_pool2d, (const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g),
-        (out, in, g))
-FORWARD(KN, adaptive_avg_pool2d_backward,
-        (const ct_kview *gi, const ct_kview *go, const ct_pool2d_geom *g), (gi, go, g))
-FORWARD(KN, batch_norm_stats,
-        (const ct_kview *mean, const ct_kview *var, const ct_kview *in, int64_t n, int64_t c, int64_t s),
-        (mean, var, in, n, c, s))
-FORWARD(KN, batch_norm_apply,
-        (const ct_kview *out, const ct_kview *in, const ct_kview *mean, const ct_kview *invstd,
-         const ct_kview *weight, const ct_kview *bias, int64_t n, int64_t c, int64_t s),
-        (out, in, mean, invstd, weight, bias, n, c, s))
-FORWARD(KN, batch_norm_backward_reduce,
-        (const ct_kview *sum_dy, const ct_kview *sum_dy_xmu, const ct_kview *grad_out, const ct_kview *in,
-         const ct_kview *mean, int64_t n, int64_t c, int64_t s),
-        (sum_dy, sum_dy_xmu, grad_out, in, mean, n, c, s))
-FORWARD(KN, batch_norm_backward_apply,
-        (const ct_kview *grad_in, const ct_kview *grad_out, const ct_kview *in, const ct_kview *mean,
-         const ct_kview *invstd, const ct_kview *weight, const ct_kview *sum_dy,
-         const ct_kview *sum_dy_xmu, int64_t n, int64_t c, int64_t s, bool batch_stats),
-        (grad_in, grad_out, in, mean, invstd, weight, sum_dy, sum_dy_xmu, n, c, s, batch_stats))
-FORWARD(KN, layer_norm,
-        (const ct_kview *out, const ct_kview *mean, const ct_kview *rstd, const ct_kview *in,
-         const ct_kview *weight, const ct_kview *bias, int64_t rows, int64_t cols, double eps),
-        (out, mean, rstd, in, weight, bias, rows, cols, eps))
-FORWARD(KN, layer_norm_backward,
-        (const ct_kview *grad_in, const ct_kview *grad_out, const ct_kview *in, const ct_kview *mean,
-         const ct_kview *rstd, const ct_kview *weight, int64_t rows, int64_t cols),
-        (grad_in, grad_out, in, mean, rstd, weight, rows, cols))
-FORWARD(KN, layer_norm_backward_params,
-        (const ct_kview *grad_weight, const ct_kview *grad_bias, const ct_kview *grad_out,
-         const ct_kview *in, const ct_kview *mean, const ct_kview *rstd, int64_t rows, int64_t cols),
-        (grad_weight, grad_bias, grad_out, in, mean, rstd, rows, cols))
-FORWARD(KN, dropout_mask,
-        (const ct_kview *mask, uint64_t seed, uint64_t offset, uint32_t keep_threshold),
-        (mask, seed, offset, keep_threshold))
-FORWARD(KN, masked_scale,
-        (const ct_kview *out, const ct_kview *in, const ct_kview *mask, double scale),
-        (out, in, mask, scale))
-FORWARD(KN, embedding_backward,
-        (const ct_kview *grad_weight, const ct_kview *grad_out, const ct_kview *offsets,
-         const ct_kview *positions, int64_t padding_idx),
-        (grad_weight, grad_out, offsets, positions, padding_idx))
-
+/* cuDNN's entries where it applies; every other entry is the shared GPU
+ * layer's (gpu_ops.h), named directly. */
 /* max_pool2d through cuDNN when no indices are wanted (cuDNN has none). */
 static ct_status dnn_max_pool2d(const ct_kview *out, const ct_kview *indices, const ct_kview *in,
                                 const ct_pool2d_geom *g) {
@@ -322,7 +263,7 @@ static ct_status dnn_max_pool2d(const ct_kview *out, const ct_kview *indices, co
         ct_status st = dnn_pool(CUDNN_POOLING_MAX, out, in, g, "max_pool2d");
         if (st != CT_DNN_DECLINE) return st;
     }
-    return KN.max_pool2d ? KN.max_pool2d(out, indices, in, g) : missing("max_pool2d");
+    return ct_gpu_max_pool2d(out, indices, in, g);
 }
 
 static ct_status dnn_avg_pool2d(const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g) {
@@ -332,14 +273,14 @@ static ct_status dnn_avg_pool2d(const ct_kview *out, const ct_kview *in, const c
         ct_status st = dnn_pool(mode, out, in, g, "avg_pool2d");
         if (st != CT_DNN_DECLINE) return st;
     }
-    return KN.avg_pool2d ? KN.avg_pool2d(out, in, g) : missing("avg_pool2d");
+    return ct_gpu_avg_pool2d(out, in, g);
 }
 
 const struct ct_backend_conv ct_cu_conv_ops = {
     /* the same budget as ct_gpu_conv_ops: 64 MiB of float32 */
     .cols_budget = (int64_t)1 << 24,
-    .im2col = fwd_im2col,
-    .col2im = fwd_col2im,
+    .im2col = ct_gpu_im2col,
+    .col2im = ct_gpu_col2im,
     .conv2d_forward = ct_dnn_conv2d_forward,
     .conv2d_backward_input = ct_dnn_conv2d_backward_input,
     .conv2d_backward_weight = ct_dnn_conv2d_backward_weight,
@@ -347,21 +288,21 @@ const struct ct_backend_conv ct_cu_conv_ops = {
 
 const struct ct_backend_nn ct_cu_nn_ops = {
     .max_pool2d = dnn_max_pool2d,
-    .max_pool2d_backward = fwd_max_pool2d_backward,
+    .max_pool2d_backward = ct_gpu_max_pool2d_backward,
     .avg_pool2d = dnn_avg_pool2d,
-    .avg_pool2d_backward = fwd_avg_pool2d_backward,
-    .adaptive_avg_pool2d = fwd_adaptive_avg_pool2d,
-    .adaptive_avg_pool2d_backward = fwd_adaptive_avg_pool2d_backward,
-    .batch_norm_stats = fwd_batch_norm_stats,
-    .batch_norm_apply = fwd_batch_norm_apply,
-    .batch_norm_backward_reduce = fwd_batch_norm_backward_reduce,
-    .batch_norm_backward_apply = fwd_batch_norm_backward_apply,
-    .layer_norm = fwd_layer_norm,
-    .layer_norm_backward = fwd_layer_norm_backward,
-    .layer_norm_backward_params = fwd_layer_norm_backward_params,
-    .dropout_mask = fwd_dropout_mask,
-    .masked_scale = fwd_masked_scale,
-    .embedding_backward = fwd_embedding_backward,
+    .avg_pool2d_backward = ct_gpu_avg_pool2d_backward,
+    .adaptive_avg_pool2d = ct_gpu_adaptive_avg_pool2d,
+    .adaptive_avg_pool2d_backward = ct_gpu_adaptive_avg_pool2d_backward,
+    .batch_norm_stats = ct_gpu_batch_norm_stats,
+    .batch_norm_apply = ct_gpu_batch_norm_apply,
+    .batch_norm_backward_reduce = ct_gpu_batch_norm_backward_reduce,
+    .batch_norm_backward_apply = ct_gpu_batch_norm_backward_apply,
+    .layer_norm = ct_gpu_layer_norm,
+    .layer_norm_backward = ct_gpu_layer_norm_backward,
+    .layer_norm_backward_params = ct_gpu_layer_norm_backward_params,
+    .dropout_mask = ct_gpu_dropout_mask,
+    .masked_scale = ct_gpu_masked_scale,
+    .embedding_backward = ct_gpu_embedding_backward,
     .batch_norm_forward_training = dnn_bn_forward_training,
     .batch_norm_forward_inference = dnn_bn_forward_inference,
     .batch_norm_backward = dnn_bn_backward,

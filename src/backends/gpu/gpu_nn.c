@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gpu.h"
+#include "gpu_ops.h"
 #include "core/backend_nn.h"
 
 /* Work-groups of the group kernels (the kernels' local arrays hold 256). */
@@ -80,7 +81,7 @@ static int64_t in_items(const ct_pool2d_geom *g) {
     return g->planes * g->in_size[0] * g->in_size[1];
 }
 
-static ct_status gpu_max_pool2d(const ct_kview *out, const ct_kview *indices, const ct_kview *in,
+ct_status ct_gpu_max_pool2d(const ct_kview *out, const ct_kview *indices, const ct_kview *in,
                                 const ct_pool2d_geom *g) {
     CT_TRY(check_dtype(in, "max_pool2d"));
     buf_arg o = buf_of(out), x = buf_of(in), ix = buf_of(indices);
@@ -91,7 +92,7 @@ static ct_status gpu_max_pool2d(const ct_kview *out, const ct_kview *indices, co
     return launch_items(out, CT_KID(ct_k_nn_max_pool2d), args, NARGS(args), out_items(g));
 }
 
-static ct_status gpu_max_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+ct_status ct_gpu_max_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                          const ct_kview *indices, const ct_pool2d_geom *g) {
     CT_TRY(check_dtype(grad_out, "max_pool2d_backward"));
     buf_arg gi = buf_of(grad_in), go = buf_of(grad_out), ix = buf_of(indices);
@@ -113,23 +114,23 @@ static ct_status pool_simple(ct_kernel_id kernel, const char *op, const ct_kview
     return launch_items(dst, kernel, args, NARGS(args), items);
 }
 
-static ct_status gpu_avg_pool2d(const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g) {
+ct_status ct_gpu_avg_pool2d(const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_avg_pool2d), "avg_pool2d", out, in, g, out_items(g));
 }
 
-static ct_status gpu_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+ct_status ct_gpu_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                          const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_avg_pool2d_backward), "avg_pool2d_backward", grad_in, grad_out, g,
                        in_items(g));
 }
 
-static ct_status gpu_adaptive_avg_pool2d(const ct_kview *out, const ct_kview *in,
+ct_status ct_gpu_adaptive_avg_pool2d(const ct_kview *out, const ct_kview *in,
                                          const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_adaptive_avg_pool2d), "adaptive_avg_pool2d", out, in, g,
                        out_items(g));
 }
 
-static ct_status gpu_adaptive_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+ct_status ct_gpu_adaptive_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                                   const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_adaptive_avg_pool2d_backward), "adaptive_avg_pool2d_backward",
                        grad_in, grad_out, g, in_items(g));
@@ -137,7 +138,7 @@ static ct_status gpu_adaptive_avg_pool2d_backward(const ct_kview *grad_in, const
 
 /* ---- batch norm ------------------------------------------------------------------------- */
 
-static ct_status gpu_bn_stats(const ct_kview *mean, const ct_kview *var, const ct_kview *in,
+ct_status ct_gpu_batch_norm_stats(const ct_kview *mean, const ct_kview *var, const ct_kview *in,
                               int64_t n, int64_t c, int64_t s) {
     CT_TRY(check_dtype(in, "batch_norm"));
     buf_arg m = buf_of(mean), v = buf_of(var), x = buf_of(in);
@@ -147,7 +148,7 @@ static ct_status gpu_bn_stats(const ct_kview *mean, const ct_kview *var, const c
     return launch_groups(in, CT_KID(ct_k_nn_bn_stats), args, NARGS(args), c);
 }
 
-static ct_status gpu_bn_apply(const ct_kview *out, const ct_kview *in, const ct_kview *mean,
+ct_status ct_gpu_batch_norm_apply(const ct_kview *out, const ct_kview *in, const ct_kview *mean,
                               const ct_kview *invstd, const ct_kview *weight, const ct_kview *bias,
                               int64_t n, int64_t c, int64_t s) {
     CT_TRY(check_dtype(in, "batch_norm"));
@@ -161,7 +162,7 @@ static ct_status gpu_bn_apply(const ct_kview *out, const ct_kview *in, const ct_
     return launch_items(in, CT_KID(ct_k_nn_bn_apply), args, NARGS(args), n * c * s);
 }
 
-static ct_status gpu_bn_backward_reduce(const ct_kview *sum_dy, const ct_kview *sum_dy_xmu,
+ct_status ct_gpu_batch_norm_backward_reduce(const ct_kview *sum_dy, const ct_kview *sum_dy_xmu,
                                         const ct_kview *grad_out, const ct_kview *in,
                                         const ct_kview *mean, int64_t n, int64_t c, int64_t s) {
     CT_TRY(check_dtype(in, "batch_norm_backward"));
@@ -173,7 +174,7 @@ static ct_status gpu_bn_backward_reduce(const ct_kview *sum_dy, const ct_kview *
     return launch_groups(in, CT_KID(ct_k_nn_bn_backward_reduce), args, NARGS(args), c);
 }
 
-static ct_status gpu_bn_backward_apply(const ct_kview *grad_in, const ct_kview *grad_out,
+ct_status ct_gpu_batch_norm_backward_apply(const ct_kview *grad_in, const ct_kview *grad_out,
                                        const ct_kview *in, const ct_kview *mean,
                                        const ct_kview *invstd, const ct_kview *weight,
                                        const ct_kview *sum_dy, const ct_kview *sum_dy_xmu,
@@ -193,7 +194,7 @@ static ct_status gpu_bn_backward_apply(const ct_kview *grad_in, const ct_kview *
 
 /* ---- layer norm ------------------------------------------------------------------------- */
 
-static ct_status gpu_layer_norm(const ct_kview *out, const ct_kview *mean, const ct_kview *rstd,
+ct_status ct_gpu_layer_norm(const ct_kview *out, const ct_kview *mean, const ct_kview *rstd,
                                 const ct_kview *in, const ct_kview *weight, const ct_kview *bias,
                                 int64_t rows, int64_t cols, double eps) {
     CT_TRY(check_dtype(in, "layer_norm"));
@@ -208,7 +209,7 @@ static ct_status gpu_layer_norm(const ct_kview *out, const ct_kview *mean, const
     return launch_groups(in, CT_KID(ct_k_nn_layer_norm), args, NARGS(args), rows);
 }
 
-static ct_status gpu_layer_norm_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+ct_status ct_gpu_layer_norm_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                          const ct_kview *in, const ct_kview *mean, const ct_kview *rstd,
                                          const ct_kview *weight, int64_t rows, int64_t cols) {
     CT_TRY(check_dtype(in, "layer_norm_backward"));
@@ -221,7 +222,7 @@ static ct_status gpu_layer_norm_backward(const ct_kview *grad_in, const ct_kview
     return launch_groups(in, CT_KID(ct_k_nn_layer_norm_backward), args, NARGS(args), rows);
 }
 
-static ct_status gpu_layer_norm_backward_params(const ct_kview *grad_weight, const ct_kview *grad_bias,
+ct_status ct_gpu_layer_norm_backward_params(const ct_kview *grad_weight, const ct_kview *grad_bias,
                                                 const ct_kview *grad_out, const ct_kview *in,
                                                 const ct_kview *mean, const ct_kview *rstd, int64_t rows,
                                                 int64_t cols) {
@@ -237,7 +238,7 @@ static ct_status gpu_layer_norm_backward_params(const ct_kview *grad_weight, con
 
 /* ---- dropout and embedding -------------------------------------------------------------- */
 
-static ct_status gpu_dropout_mask(const ct_kview *mask, uint64_t seed, uint64_t offset,
+ct_status ct_gpu_dropout_mask(const ct_kview *mask, uint64_t seed, uint64_t offset,
                                   uint32_t keep_threshold) {
     buf_arg m = buf_of(mask);
     int64_t n = ct_gpu_meta_of(mask).numel;
@@ -246,7 +247,7 @@ static ct_status gpu_dropout_mask(const ct_kview *mask, uint64_t seed, uint64_t 
     return launch_items(mask, CT_KID(ct_k_nn_dropout_mask), args, NARGS(args), n);
 }
 
-static ct_status gpu_masked_scale(const ct_kview *out, const ct_kview *in, const ct_kview *mask,
+ct_status ct_gpu_masked_scale(const ct_kview *out, const ct_kview *in, const ct_kview *mask,
                                   double scale) {
     CT_TRY(check_dtype(in, "dropout"));
     buf_arg o = buf_of(out), x = buf_of(in), m = buf_of(mask);
@@ -258,7 +259,7 @@ static ct_status gpu_masked_scale(const ct_kview *out, const ct_kview *in, const
     return launch_items(in, CT_KID(ct_k_nn_masked_scale), args, NARGS(args), n);
 }
 
-static ct_status gpu_embedding_backward(const ct_kview *grad_weight, const ct_kview *grad_out,
+ct_status ct_gpu_embedding_backward(const ct_kview *grad_weight, const ct_kview *grad_out,
                                         const ct_kview *offsets, const ct_kview *positions,
                                         int64_t padding_idx) {
     CT_TRY(check_dtype(grad_out, "embedding_backward"));
@@ -273,20 +274,20 @@ static ct_status gpu_embedding_backward(const ct_kview *grad_weight, const ct_kv
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const struct ct_backend_nn ct_gpu_nn_ops = {
-    .max_pool2d = gpu_max_pool2d,
-    .max_pool2d_backward = gpu_max_pool2d_backward,
-    .avg_pool2d = gpu_avg_pool2d,
-    .avg_pool2d_backward = gpu_avg_pool2d_backward,
-    .adaptive_avg_pool2d = gpu_adaptive_avg_pool2d,
-    .adaptive_avg_pool2d_backward = gpu_adaptive_avg_pool2d_backward,
-    .batch_norm_stats = gpu_bn_stats,
-    .batch_norm_apply = gpu_bn_apply,
-    .batch_norm_backward_reduce = gpu_bn_backward_reduce,
-    .batch_norm_backward_apply = gpu_bn_backward_apply,
-    .layer_norm = gpu_layer_norm,
-    .layer_norm_backward = gpu_layer_norm_backward,
-    .layer_norm_backward_params = gpu_layer_norm_backward_params,
-    .dropout_mask = gpu_dropout_mask,
-    .masked_scale = gpu_masked_scale,
-    .embedding_backward = gpu_embedding_backward,
+    .max_pool2d = ct_gpu_max_pool2d,
+    .max_pool2d_backward = ct_gpu_max_pool2d_backward,
+    .avg_pool2d = ct_gpu_avg_pool2d,
+    .avg_pool2d_backward = ct_gpu_avg_pool2d_backward,
+    .adaptive_avg_pool2d = ct_gpu_adaptive_avg_pool2d,
+    .adaptive_avg_pool2d_backward = ct_gpu_adaptive_avg_pool2d_backward,
+    .batch_norm_stats = ct_gpu_batch_norm_stats,
+    .batch_norm_apply = ct_gpu_batch_norm_apply,
+    .batch_norm_backward_reduce = ct_gpu_batch_norm_backward_reduce,
+    .batch_norm_backward_apply = ct_gpu_batch_norm_backward_apply,
+    .layer_norm = ct_gpu_layer_norm,
+    .layer_norm_backward = ct_gpu_layer_norm_backward,
+    .layer_norm_backward_params = ct_gpu_layer_norm_backward_params,
+    .dropout_mask = ct_gpu_dropout_mask,
+    .masked_scale = ct_gpu_masked_scale,
+    .embedding_backward = ct_gpu_embedding_backward,
 };
