@@ -282,9 +282,8 @@ static void prefer_passive_openmp(char **argv) {
 }
 
 int main(int argc, char **argv) {
-    /* PoCL's two CPU devices, one thread each, unless the caller chose */
+    /* PoCL's two CPU devices (its default thread count) unless the caller chose */
     setenv("POCL_DEVICES", "pthread pthread", 0);
-    setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
     prefer_passive_openmp(argv);
     bo_options o = {0};
     if (!parse_args(argc, argv, &o)) return usage(argv[0]);

@@ -512,7 +512,6 @@ static void test_streams_events_and_pinned_memory(void) {
 int main(int argc, char **argv) {
     /* PoCL's two CPU devices unless the caller chose otherwise */
     setenv("POCL_DEVICES", "pthread pthread", 0);
-    setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
     ct_test_init(argc, argv);
     g_ndev = ct_device_count(CT_DEVICE_OPENCL);
     if (g_ndev == 0) return ct_test_opencl_absent_exit("test_opencl_runtime");

@@ -9,6 +9,16 @@
  * cannot be half-used. Failure is remembered as a message that every later
  * use reports, so the library stays loadable (and the CPU path usable) on
  * machines without the CUDA math libraries.
+ *
+ * RTLD_LOCAL keeps their symbols out of the global scope. RTLD_DEEPBIND is
+ * not needed (and would break malloc interposers such as ASan): the crashes
+ * of PoCL's kernel compiler that showed up once cuBLAS was loaded (issue 15
+ * item 4) were no symbol clash. libcublas/libcublasLt export only cublas*
+ * names and link no LLVM (LD_DEBUG=bindings: they bind to libc, libm and
+ * libgcc_s only); their ~12,600 exit handlers just ran after LLVM's pass
+ * registry was destroyed while PoCL was still compiling. The OpenCL backend
+ * now waits for its queues before exit handlers run (cl_backend.c,
+ * "process exit").
  */
 #include <dlfcn.h>
 #include <pthread.h>

@@ -141,11 +141,14 @@ ct_cl_device *ct_cl_dev(int dev) {
  * code); PoCL's "Failed to create kernel compiler pass inline-kernels"
  * abort is the same worker looking the pass up in the destroyed registry.
  * The CUDA libraries only widen the window: loaded before PoCL, libcublasLt
- * registers ~1300 exit handlers that run after the registry's destructor
- * (cold-cache conv2d then exit: 8 crashes in 10 runs; 1 in 18 without
- * cuBLAS). No symbol is shared between them (libcublas and libcublasLt
- * export only cublas* names and link no LLVM; LD_DEBUG=bindings shows no
- * binding across), so load order or RTLD_DEEPBIND for them changes nothing.
+ * and libcublas register ~12,600 exit handlers (12,388 + 213, counted with
+ * gdb on __cxa_atexit), all run after the registry's destructor (cold-cache
+ * conv2d then exit: 8 crashes in 10 runs; 2 in 20 without cuBLAS, where
+ * libz3's and CLBlast's ~1400 remain). No symbol is shared (libcublas
+ * and libcublasLt export only cublas* names and link no LLVM;
+ * LD_DEBUG=bindings shows them binding to libc, libm and libgcc_s only), so
+ * RTLD_DEEPBIND changes nothing and loading PoCL first would only bring the
+ * rate back to the no-CUDA one.
  *
  * So ctorch waits for every queue before the first static destructor runs.
  * exit() calls the exiting thread's thread_local destructors
