@@ -230,7 +230,9 @@ typedef enum bo_tol {
 
 /* bo_case.flags */
 enum {
-    BO_ANY_ZERO_SIGN = 1 /* the op leaves the sign of a zero result undefined (sums) */
+    BO_ANY_ZERO_SIGN = 1, /* the op leaves the sign of a zero result undefined (sums) */
+    BO_VENDOR_SUMS = 2    /* set by the judge, not by rows: a vendor library (cuBLAS,
+                             cuDNN) computed the sums (backend_ops_compare.c) */
 };
 
 typedef struct bo_case bo_case;

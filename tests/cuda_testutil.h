@@ -18,11 +18,21 @@
 #define CT_TEST_CUDA_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "core/runtime.h"
 #include "testutil.h"
 
 typedef struct ct_cu_gate ct_cu_gate;
+
+/* Call first in main, before anything touches CUDA. By default (CUDA 12+)
+ * the driver loads a kernel on its first launch, and loading may wait for
+ * the whole context, so the first launch of a kernel behind a held stream
+ * (or on another stream while one is held) would wait for the spinning
+ * kernel forever: the CUDA guide's "Lazy Loading" names this deadlock.
+ * Eager loading loads every kernel when the context is created. */
+static inline void ct_cu_load_kernels_eagerly(void) { setenv("CUDA_MODULE_LOADING", "EAGER", 1); }
+
 
 /* In cuda_testutil.cu (nvcc): queue the spinning kernel on a cudaStream_t.
  * NULL, with the reason in err, when it cannot. */

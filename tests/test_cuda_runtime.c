@@ -516,6 +516,9 @@ static void test_two_threads(void) {
 
 int main(int argc, char **argv) {
     if (getenv(CHILD_ENV)) return child_main();
+#ifdef CTORCH_TEST_CUDA
+    ct_cu_load_kernels_eagerly(); /* test_cross_stream_wait_event holds a stream */
+#endif
     ct_test_init(argc, argv);
     int ndev = ct_device_count(CT_DEVICE_CUDA);
 #ifdef CTORCH_TEST_CUDA

@@ -12,6 +12,7 @@
  * releases it. Every test runs on opencl:0 and on cuda:0, for each backend
  * that is built and has a device; skips (exit 77) when neither has one.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv (cuda_testutil.h) */
 #include "testutil.h"
 
 #include "core/runtime.h"
@@ -252,6 +253,9 @@ static int run_on(ct_device dev) {
 }
 
 int main(int argc, char **argv) {
+#ifdef CTORCH_TEST_CUDA
+    ct_cu_load_kernels_eagerly(); /* the tests hold streams */
+#endif
     ct_test_init(argc, argv);
     int ran = 0;
     bool expected = false;

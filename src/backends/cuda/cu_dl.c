@@ -89,6 +89,11 @@ static const sym_slot cudnn_syms[] = {
     CUDNN_SYM(cudnnBatchNormalizationForwardInference),
     CUDNN_SYM(cudnnBatchNormalizationBackward),
     CUDNN_SYM(cudnnPoolingForward),
+    CUDNN_SYM(cudnnAddTensor),
+    CUDNN_SYM(cudnnCreateActivationDescriptor),
+    CUDNN_SYM(cudnnDestroyActivationDescriptor),
+    CUDNN_SYM(cudnnSetActivationDescriptor),
+    CUDNN_SYM(cudnnActivationForward),
 };
 
 /* cuDNN 9's libcudnn.so.9 is a front that dlopens these by soname on

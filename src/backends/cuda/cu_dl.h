@@ -87,6 +87,12 @@ typedef struct ct_cudnn_api {
     CT_CU_FN(cudnnBatchNormalizationForwardInference);
     CT_CU_FN(cudnnBatchNormalizationBackward);
     CT_CU_FN(cudnnPoolingForward);
+    /* the bias and relu of a fused convolution */
+    CT_CU_FN(cudnnAddTensor);
+    CT_CU_FN(cudnnCreateActivationDescriptor);
+    CT_CU_FN(cudnnDestroyActivationDescriptor);
+    CT_CU_FN(cudnnSetActivationDescriptor);
+    CT_CU_FN(cudnnActivationForward);
 } ct_cudnn_api;
 
 #undef CT_CU_FN

@@ -282,6 +282,7 @@ const struct ct_backend_conv ct_cu_conv_ops = {
     .im2col = ct_gpu_im2col,
     .col2im = ct_gpu_col2im,
     .conv2d_forward = ct_dnn_conv2d_forward,
+    .conv2d_forward_fused = ct_dnn_conv2d_forward_fused,
     .conv2d_backward_input = ct_dnn_conv2d_backward_input,
     .conv2d_backward_weight = ct_dnn_conv2d_backward_weight,
 };

@@ -65,6 +65,10 @@ static inline void *ct_dnn_ptr(const ct_kview *v) {
 /* cu_dnn_conv.c: the whole-convolution entries of backend_conv.h. */
 ct_status ct_dnn_conv2d_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
                                 const ct_conv2d_geom *g, int64_t groups);
+/* conv2d + bias, then relu when asked (backend_conv.h's conv2d_forward_fused). */
+ct_status ct_dnn_conv2d_forward_fused(const ct_kview *y, const ct_kview *x, const ct_kview *w,
+                                      const ct_kview *bias, bool relu, const ct_conv2d_geom *g,
+                                      int64_t groups);
 ct_status ct_dnn_conv2d_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
                                        const ct_conv2d_geom *g, int64_t groups);
 ct_status ct_dnn_conv2d_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,

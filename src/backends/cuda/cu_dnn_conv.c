@@ -126,6 +126,10 @@ typedef struct conv_call {
     /* forward: x, w -> y; backward data: w, dy -> dx; backward filter: x, dy -> dw */
     const void *in0, *in1;
     void *out;
+    /* fused forward only: the bias [O] (or NULL) and whether relu follows */
+    const void *bias;
+    cudnnTensorDescriptor_t b;
+    bool relu;
     conv_key key;
 } conv_call;
 
@@ -135,6 +139,7 @@ static void release_call(conv_call *c) {
     if (c->y) c->api->cudnnDestroyTensorDescriptor(c->y);
     if (c->w) c->api->cudnnDestroyFilterDescriptor(c->w);
     if (c->conv) c->api->cudnnDestroyConvolutionDescriptor(c->conv);
+    if (c->b) c->api->cudnnDestroyTensorDescriptor(c->b);
 }
 
 static cudnnMathType_t default_math(ct_dtype dt) {
@@ -248,14 +253,45 @@ static cudnnStatus_t workspace_size(conv_call *c, int algo, size_t *size) {
                                                              size);
 }
 
+/* max(y, 0) in place; NaN stays NaN, as torch.relu. */
+static ct_status relu_in_place(conv_call *c) {
+    const ct_cudnn_api *a = c->api;
+    cudnnActivationDescriptor_t act = NULL;
+    ct_status st = ct_dnn_status(a->cudnnCreateActivationDescriptor(&act), c->op,
+                                 "cudnnCreateActivationDescriptor");
+    if (st == CT_OK)
+        st = ct_dnn_status(a->cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+                           c->op, "cudnnSetActivationDescriptor");
+    if (st == CT_OK)
+        st = ct_dnn_status(a->cudnnActivationForward(c->h, act, ct_dnn_one(c->dtype), c->y, c->out,
+                                                     ct_dnn_zero(c->dtype), c->y, c->out),
+                           c->op, "cudnnActivationForward");
+    if (act) a->cudnnDestroyActivationDescriptor(act);
+    return st;
+}
+
+/* The forward: y = conv(x, w), or with a bias, y = bias broadcast first and
+ * then y = conv(x, w) + 1 * y, so the sum of the products and the bias is
+ * rounded once, in float32, as on the CPU (a bias added after the
+ * convolution would round a float16/bfloat16 result twice, losing several
+ * units in the last place where the bias cancels most of the sum). */
+static ct_status execute_forward(conv_call *c, int algo, void *ws, size_t ws_size) {
+    const ct_cudnn_api *a = c->api;
+    const void *one = ct_dnn_one(c->dtype), *zero = ct_dnn_zero(c->dtype);
+    if (c->bias)
+        CT_TRY(ct_dnn_status(a->cudnnAddTensor(c->h, one, c->b, c->bias, zero, c->y, c->out), c->op,
+                             "cudnnAddTensor"));
+    CT_TRY(ct_dnn_status(a->cudnnConvolutionForward(c->h, one, c->x, c->in0, c->w, c->in1, c->conv,
+                                                    (cudnnConvolutionFwdAlgo_t)algo, ws, ws_size,
+                                                    c->bias ? one : zero, c->y, c->out),
+                         c->op, "cudnnConvolutionForward"));
+    return c->relu ? relu_in_place(c) : CT_OK;
+}
+
 static ct_status execute(conv_call *c, int algo, void *ws, size_t ws_size) {
     const ct_cudnn_api *a = c->api;
     const void *one = ct_dnn_one(c->dtype), *zero = ct_dnn_zero(c->dtype);
-    if (c->kind == CONV_FWD)
-        return ct_dnn_status(a->cudnnConvolutionForward(c->h, one, c->x, c->in0, c->w, c->in1, c->conv,
-                                                        (cudnnConvolutionFwdAlgo_t)algo, ws, ws_size,
-                                                        zero, c->y, c->out),
-                             c->op, "cudnnConvolutionForward");
+    if (c->kind == CONV_FWD) return execute_forward(c, algo, ws, ws_size);
     if (c->kind == CONV_BWD_DATA)
         return ct_dnn_status(
             a->cudnnConvolutionBackwardData(c->h, one, c->w, c->in0, c->y, c->in1, c->conv,
@@ -410,8 +446,10 @@ static ct_status choose(conv_call *c, conv_choice *ch) {
 
 /* ---- the entries ------------------------------------------------------------------------------ */
 
+/* bias (forward only) may be NULL. */
 static ct_status run_conv(conv_kind kind, const ct_kview *out, const ct_kview *in0, const ct_kview *in1,
-                          const ct_conv2d_geom *g, int64_t groups, int64_t out_channels) {
+                          const ct_kview *bias, bool relu, const ct_conv2d_geom *g, int64_t groups,
+                          int64_t out_channels) {
     conv_call c;
     memset(&c, 0, sizeof c);
     c.api = ct_dnn_api();
@@ -421,7 +459,12 @@ static ct_status run_conv(conv_kind kind, const ct_kview *out, const ct_kview *i
     c.dev = out->device;
     c.dtype = out->dtype;
     c.in0 = ct_dnn_ptr(in0), c.in1 = ct_dnn_ptr(in1), c.out = ct_dnn_ptr(out);
+    c.bias = bias ? ct_dnn_ptr(bias) : NULL;
+    c.relu = relu;
     ct_status st = setup(&c, g, groups, out_channels);
+    cudnnDataType_t type;
+    if (st == CT_OK && bias && ct_dnn_data_type(c.dtype, &type))
+        st = ct_dnn_tensor4d(c.api, c.op, type, 1, out_channels, 1, 1, &c.b);
     if (st == CT_OK) st = ct_dnn_handle(c.dev, c.op, &c.h);
     conv_choice ch = {0, CUDNN_DEFAULT_MATH, 0};
     if (st == CT_OK) st = choose(&c, &ch);
@@ -438,15 +481,21 @@ static ct_status run_conv(conv_kind kind, const ct_kview *out, const ct_kview *i
 
 ct_status ct_dnn_conv2d_forward(const ct_kview *y, const ct_kview *x, const ct_kview *w,
                                 const ct_conv2d_geom *g, int64_t groups) {
-    return run_conv(CONV_FWD, y, x, w, g, groups, w->shape[0]);
+    return run_conv(CONV_FWD, y, x, w, NULL, false, g, groups, w->shape[0]);
+}
+
+ct_status ct_dnn_conv2d_forward_fused(const ct_kview *y, const ct_kview *x, const ct_kview *w,
+                                      const ct_kview *bias, bool relu, const ct_conv2d_geom *g,
+                                      int64_t groups) {
+    return run_conv(CONV_FWD, y, x, w, bias, relu, g, groups, w->shape[0]);
 }
 
 ct_status ct_dnn_conv2d_backward_input(const ct_kview *dx, const ct_kview *dy, const ct_kview *w,
                                        const ct_conv2d_geom *g, int64_t groups) {
-    return run_conv(CONV_BWD_DATA, dx, w, dy, g, groups, w->shape[0]);
+    return run_conv(CONV_BWD_DATA, dx, w, dy, NULL, false, g, groups, w->shape[0]);
 }
 
 ct_status ct_dnn_conv2d_backward_weight(const ct_kview *dw, const ct_kview *dy, const ct_kview *x,
                                         const ct_conv2d_geom *g, int64_t groups) {
-    return run_conv(CONV_BWD_FILTER, dw, x, dy, g, groups, dw->shape[0]);
+    return run_conv(CONV_BWD_FILTER, dw, x, dy, NULL, false, g, groups, dw->shape[0]);
 }
