@@ -6,11 +6,19 @@
  * The program text is src/kernels/ (kdefs.h, philox.h, *.kh) turned into
  * string literals at build time (cmake/embed_kernels.cmake), so the library
  * needs no files at run time. Drivers keep their own caches of compiled
- * programs (PoCL under ~/.cache/pocl), so later runs build faster.
+ * programs (PoCL under ~/.cache/pocl), so later runs build faster; on PoCL
+ * the builds of processes sharing that cache take turns (see "builds on
+ * PoCL" below).
  */
+#define _POSIX_C_SOURCE 200809L /* O_CLOEXEC, nanosleep */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h> /* flock */
+#include <time.h>
+#include <unistd.h>
 
 #include "cl_device.h"
 
@@ -118,22 +126,93 @@ static void build_options(const ct_cl_device *d, char *buf, size_t size) {
              d->exact_fp32_divide ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
 }
 
+/* ---- builds on PoCL: one at a time per kernel cache ---------------------------------------
+ *
+ * Issue 15 item 4. PoCL 3.1 keeps a built program as <cache>/<hash>/program.bc.
+ * Processes that compile the same program at the same time each write it
+ * with pocl_write_file(..., dont_rewrite = 0): the later one unlinks the
+ * file the first one wrote, then renames its own into place (strace: unlink,
+ * then rename ~1 ms later). A build that found program.bc and reads it in
+ * that window fails with CL_BUILD_PROGRAM_FAILURE and a log with no compiler
+ * message ("Device ... failed to build the program"): 1 of 600 processes of
+ * tools/pocl-stress.sh with a shared cache failed so. So a build on PoCL
+ * holds an exclusive flock on <cache>/ctorch-build.lock (a descriptor of
+ * its own, so two devices of one process take turns too): ctorch's builds
+ * sharing a cache run one at a time, and the later ones load the first
+ * one's program.bc instead of compiling it again. The wait is bounded (5
+ * minutes, then the build goes ahead unlocked), and a build that still
+ * fails without a compiler error (another program rewriting the cache, no
+ * lock) is tried once more. */
+
+static bool on_pocl(const ct_cl_device *d) {
+    char name[128] = "";
+    clGetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
+    return strstr(name, "Portable Computing Language") != NULL;
+}
+
+/* <PoCL's cache folder, found as PoCL does>/ctorch-build.lock; false when
+ * PoCL caches nothing (POCL_KERNEL_CACHE=0) or there is no folder to name. */
+static bool build_lock_path(char *buf, size_t size) {
+    const char *off = getenv("POCL_KERNEL_CACHE");
+    if (off && strcmp(off, "0") == 0) return false;
+    const char *dir = getenv("POCL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *lock = "ctorch-build.lock";
+    int n;
+    if (dir && dir[0]) n = snprintf(buf, size, "%s/%s", dir, lock);
+    else if (xdg && xdg[0]) n = snprintf(buf, size, "%s/pocl/kcache/%s", xdg, lock);
+    else if (home && home[0]) n = snprintf(buf, size, "%s/.cache/pocl/kcache/%s", home, lock);
+    else return false;
+    return n > 0 && (size_t)n < size;
+}
+
+/* The locked descriptor, or -1 to build without the lock. */
+static int lock_builds(const ct_cl_device *d) {
+    char path[4096];
+    if (!on_pocl(d) || !build_lock_path(path, sizeof path)) return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return -1; /* no cache folder yet, or not writable */
+    const struct timespec pause = {0, 20 * 1000 * 1000};
+    for (int i = 0; i < 5 * 60 * 50; i++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        nanosleep(&pause, NULL);
+    }
+    close(fd);
+    return -1;
+}
+
+static void unlock_builds(int fd) {
+    if (fd >= 0) close(fd); /* releases the flock */
+}
+
 static ct_status build_program(ct_cl_device *d, int dev) {
-    cl_int err = CL_SUCCESS;
-    cl_program p = clCreateProgramWithSource(d->context, (cl_uint)ct_cl_program_line_count,
-                                             (const char **)ct_cl_program_lines, NULL, &err);
-    if (err != CL_SUCCESS)
-        return ct_error_set(CT_ERR_BACKEND, "opencl:%d: clCreateProgramWithSource failed: %s (%d)", dev,
-                            ct_cl_error_name(err), (int)err);
     char options[128];
     build_options(d, options, sizeof options);
-    err = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
-    if (err == CL_SUCCESS) {
-        d->program = p;
-        return CT_OK;
+    cl_int err = CL_SUCCESS;
+    char *log = NULL;
+    int lock = lock_builds(d);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        free(log);
+        log = NULL;
+        cl_program p = clCreateProgramWithSource(d->context, (cl_uint)ct_cl_program_line_count,
+                                                 (const char **)ct_cl_program_lines, NULL, &err);
+        if (err != CL_SUCCESS) {
+            unlock_builds(lock);
+            return ct_error_set(CT_ERR_BACKEND, "opencl:%d: clCreateProgramWithSource failed: %s (%d)", dev,
+                                ct_cl_error_name(err), (int)err);
+        }
+        err = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
+        if (err == CL_SUCCESS) {
+            unlock_builds(lock);
+            d->program = p;
+            return CT_OK;
+        }
+        log = build_log_head(p, d->id);
+        clReleaseProgram(p);
+        /* a compiler error stays one; only a failure without one is tried again */
+        if (err != CL_BUILD_PROGRAM_FAILURE || (log && strstr(log, "error:"))) break;
     }
-    char *log = build_log_head(p, d->id);
-    clReleaseProgram(p);
+    unlock_builds(lock);
     size_t size = 512 + (log ? strlen(log) : 0);
     d->program_error = malloc(size);
     if (d->program_error)
