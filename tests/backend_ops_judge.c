@@ -6,8 +6,8 @@
  *
  * Nothing that is not compared may pass silently:
  *  - the device declines (CT_ERR_UNSUPPORTED) an op the CPU runs: FAIL,
- *    unless g_exceptions lists that backend, dtype and device capability
- *    (a float64 op on an OpenCL device without fp64);
+ *    unless its backend's supports(op, dtype) query says it does not
+ *    support it there (a float64 op on an OpenCL device without fp64);
  *  - both sides fail with the same status: a pass only where the case is a
  *    deliberate error (a dtype the op does not accept, or a variant built
  *    to be rejected, bo_case.deliberate_error); elsewhere the CPU reference
@@ -15,38 +15,16 @@
  *  - one side fails and the other does not, or with another status: FAIL.
  * Every verdict is counted per device (bo_counts), and printed at the end.
  */
-#ifdef CTORCH_TEST_OPENCL
-#include "backends/opencl/cl_ops.h" /* ct_clops_has_fp64: what the backend says it lacks */
-#endif
+#include "core/backend.h" /* ct_backend_supports */
 
 /* ---- allowed declines ------------------------------------------------------------------------ */
 
-typedef struct bo_exception {
-    ct_device_type type;
-    unsigned dtypes;                /* BO_DT set */
-    bool (*applies)(ct_device dev); /* the capability the device lacks */
-    const char *why;
-} bo_exception;
-
-#ifdef CTORCH_TEST_OPENCL
-static bool opencl_lacks_fp64(ct_device dev) { return !ct_clops_has_fp64(dev.index); }
-#endif
-
-/* Every decline a device may make (Cycles' BLACKLIST_GPU: explicit, each
- * with its reason); anything else a device declines is a failure. */
-static const bo_exception g_exceptions[] = {
-#ifdef CTORCH_TEST_OPENCL
-    {CT_DEVICE_OPENCL, BO_DT(CT_FLOAT64), opencl_lacks_fp64,
-     "the device lacks cl_khr_fp64, so the backend builds no double kernels"},
-#endif
-    {CT_DEVICE_CPU, 0, NULL, NULL}, /* end (the cpu is the reference: it declines nothing) */
-};
-
-/* The exception that lets dev decline dtype dt, or NULL. */
-static const bo_exception *bo_allowed_decline(ct_device dev, ct_dtype dt) {
-    for (const bo_exception *e = g_exceptions; e->applies; e++)
-        if (e->type == dev.type && (e->dtypes & BO_DT(dt)) && e->applies(dev)) return e;
-    return NULL;
+/* A device may decline exactly what its backend says it does not support
+ * (ct_backend_ops.supports: float64 on an OpenCL device without
+ * cl_khr_fp64); anything else it declines is a failure. */
+static bool bo_allowed_decline(const bo_case *c, ct_device dev, ct_dtype dt) {
+    const ct_backend *b = ct_backend_for(dev.type);
+    return b && !ct_backend_supports(b, dev.index, c->name, dt);
 }
 
 /* ---- one run --------------------------------------------------------------------------------- */
@@ -125,17 +103,18 @@ static bool deliberate_error(const bo_case *c, ct_dtype dt, int v) {
     return !(c->dtypes & BO_DT(dt)) || (c->deliberate_error && c->deliberate_error(c, dt, v));
 }
 
-/* A device declined: allowed only by an exception. */
-static int judge_decline(ct_device dev, ct_dtype dt, const bo_result *got, bo_counts *n,
-                         char *why, size_t wn) {
+/* A device declined: allowed only where its backend says it does not
+ * support the op in that dtype. */
+static int judge_decline(const bo_case *c, ct_device dev, ct_dtype dt, const bo_result *got,
+                         bo_counts *n, char *why, size_t wn) {
     n->unsupported++;
-    const bo_exception *e = bo_allowed_decline(dev, dt);
-    if (e) {
+    if (bo_allowed_decline(c, dev, dt)) {
         n->declined++;
-        snprintf(why, wn, "declined (allowed: %s): %s", e->why, got->error);
+        snprintf(why, wn, "declined (allowed: the backend does not support %s in %s there): %s", c->name,
+                 ct_dtype_name(dt), got->error);
         return BO_DECLINED;
     }
-    snprintf(why, wn, "the device declines an op the cpu runs, and no exception allows it: %s",
+    snprintf(why, wn, "the device declines an op the cpu runs, and its backend says it supports it: %s",
              got->error);
     return BO_FAIL_DECLINED;
 }
@@ -153,7 +132,7 @@ static int judge_cpu_error(const bo_case *c, ct_dtype dt, int v, const bo_result
                  "so nothing is compared", ct_status_str(cpu->status), cpu->error);
         return BO_FAIL;
     }
-    if (got->status == CT_ERR_UNSUPPORTED) return judge_decline(dev, dt, got, n, why, wn);
+    if (got->status == CT_ERR_UNSUPPORTED) return judge_decline(c, dev, dt, got, n, why, wn);
     snprintf(why, wn, "cpu fails with %s (%s) but the device gives %s%s%s",
              ct_status_str(cpu->status), cpu->error, ct_status_str(got->status),
              got->status ? ": " : "", got->error);
@@ -189,7 +168,7 @@ static int judge(const bo_case *c, ct_dtype dt, int v, const bo_result *cpu, con
     if (cpu->status != CT_OK) {
         res = judge_cpu_error(c, dt, v, cpu, got, dev, n, why, wn);
     } else if (got->status == CT_ERR_UNSUPPORTED) {
-        res = judge_decline(dev, dt, got, n, why, wn);
+        res = judge_decline(c, dev, dt, got, n, why, wn);
     } else if (got->status != CT_OK) {
         snprintf(why, wn, "fails with %s: %s", ct_status_str(got->status), got->error);
         res = BO_FAIL;

@@ -550,7 +550,7 @@ static void test_autograd(void) {
  * few images at a time (and an image above it alone); results must not
  * depend on it. */
 static void test_chunked(void) {
-    const struct ct_backend_conv *cv = ct_backend_for(CT_DEVICE_CPU)->conv;
+    const struct ct_backend_conv *cv = ct_backend_for(CT_DEVICE_CPU)->ops->conv;
     CT_EXPECT(cv && cv->cols_budget > 0);
     if (!cv || cv->cols_budget <= 0) return;
     const int64_t per_image = 4 * 3 * 3 * 32 * 32, chunk = cv->cols_budget / per_image;

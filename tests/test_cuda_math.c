@@ -132,13 +132,15 @@ static void test_decline_rules(void) {
     const ct_conv2d_geom g = {2, 3, {5, 5}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, {3, 3}};
     ct_kview y = fake_view(CT_FLOAT32, 2, 4, 3, 3), x = fake_view(CT_FLOAT32, 2, 3, 5, 5),
              w = fake_view(CT_FLOAT32, 4, 3, 3, 3);
+    const struct ct_backend_conv *cu_conv = ct_backend_for(CT_DEVICE_CUDA)->ops->conv;
+    const struct ct_backend_nn *cu_nn = ct_backend_for(CT_DEVICE_CUDA)->ops->nn;
     ct_backends_cudnn_set_enabled(false);
     CT_EXPECT(ct_dnn_api() == NULL);
-    CT_EXPECT_INT_EQ(ct_cu_conv_ops.conv2d_forward(&y, &x, &w, &g, 1), CT_DNN_DECLINE);
-    CT_EXPECT_INT_EQ(ct_cu_conv_ops.conv2d_backward_input(&x, &y, &w, &g, 1), CT_DNN_DECLINE);
-    CT_EXPECT_INT_EQ(ct_cu_conv_ops.conv2d_backward_weight(&w, &y, &x, &g, 1), CT_DNN_DECLINE);
+    CT_EXPECT_INT_EQ(cu_conv->conv2d_forward(&y, &x, &w, &g, 1), CT_DNN_DECLINE);
+    CT_EXPECT_INT_EQ(cu_conv->conv2d_backward_input(&x, &y, &w, &g, 1), CT_DNN_DECLINE);
+    CT_EXPECT_INT_EQ(cu_conv->conv2d_backward_weight(&w, &y, &x, &g, 1), CT_DNN_DECLINE);
     ct_kview c1 = fake_view(CT_FLOAT32, 1, 3, 1, 1);
-    CT_EXPECT_INT_EQ(ct_cu_nn_ops.batch_norm_forward_training(&x, &c1, &c1, NULL, NULL, &x, &c1, &c1, 2, 3,
+    CT_EXPECT_INT_EQ(cu_nn->batch_norm_forward_training(&x, &c1, &c1, NULL, NULL, &x, &c1, &c1, 2, 3,
                                                               25, 0.1, 1e-5),
                      CT_DNN_DECLINE);
     reset_switches();
@@ -148,14 +150,14 @@ static void test_decline_rules(void) {
     /* cases cuDNN does not take, decided before any device call */
     ct_kview yi = fake_view(CT_INT32, 2, 4, 3, 3), xi = fake_view(CT_INT32, 2, 3, 5, 5),
              wi = fake_view(CT_INT32, 4, 3, 3, 3);
-    CT_EXPECT_INT_EQ(ct_cu_conv_ops.conv2d_forward(&yi, &xi, &wi, &g, 1), CT_DNN_DECLINE);
-    CT_EXPECT_INT_EQ(ct_cu_nn_ops.batch_norm_forward_training(&x, &c1, &c1, NULL, NULL, &x, NULL, NULL, 2,
+    CT_EXPECT_INT_EQ(cu_conv->conv2d_forward(&yi, &xi, &wi, &g, 1), CT_DNN_DECLINE);
+    CT_EXPECT_INT_EQ(cu_nn->batch_norm_forward_training(&x, &c1, &c1, NULL, NULL, &x, NULL, NULL, 2,
                                                               3, 25, 0.1, 1e-5),
                      CT_DNN_DECLINE); /* no weight/bias: PyTorch's rule */
     ct_kview xb = fake_view(CT_BFLOAT16, 2, 3, 5, 5);
-    CT_EXPECT_INT_EQ(ct_cu_nn_ops.batch_norm_forward_inference(&xb, &xb, &c1, &c1, &c1, &c1, 2, 3, 25, 1e-5),
+    CT_EXPECT_INT_EQ(cu_nn->batch_norm_forward_inference(&xb, &xb, &c1, &c1, &c1, &c1, 2, 3, 25, 1e-5),
                      CT_DNN_DECLINE);
-    CT_EXPECT_INT_EQ(ct_cu_nn_ops.batch_norm_backward(&x, &c1, &c1, &x, &x, &c1, &c1, NULL, 2, 3, 25),
+    CT_EXPECT_INT_EQ(cu_nn->batch_norm_backward(&x, &c1, &c1, &x, &x, &c1, &c1, NULL, 2, 3, 25),
                      CT_DNN_DECLINE);
     CT_EXPECT_INT_EQ(ct_last_status(), CT_OK);
     CT_EXPECT_INT_EQ(ct_dnn_conv_cache_size(), 0);

@@ -86,18 +86,18 @@ static void test_build_and_table(void) {
     CT_EXPECT_INT_EQ(b->api_version, CT_BACKEND_API_VERSION);
     CT_EXPECT(b->type == CT_DEVICE_CUDA && strcmp(b->name, "cuda") == 0 && b->uses_caching_allocator);
     const void *entries[] = {
-        (const void *)b->device_count, (const void *)b->device_name, (const void *)b->device_properties,
+        (const void *)b->ops, (const void *)b->device_count, (const void *)b->device_name, (const void *)b->device_properties,
         (const void *)b->synchronize, (const void *)b->alloc, (const void *)b->free, (const void *)b->write,
-        (const void *)b->read, (const void *)b->copy, (const void *)b->fill, (const void *)b->arange,
-        (const void *)b->random, (const void *)b->unary, (const void *)b->binary, (const void *)b->where,
-        (const void *)b->reduce, (const void *)b->matmul, (const void *)b->softmax, (const void *)b->index_select,
-        (const void *)b->gather, (const void *)b->mem_get_info, (const void *)b->stream_create,
+        (const void *)b->read, (const void *)b->ops->copy, (const void *)b->ops->fill, (const void *)b->ops->arange,
+        (const void *)b->ops->random, (const void *)b->ops->unary, (const void *)b->ops->binary, (const void *)b->ops->where,
+        (const void *)b->ops->reduce, (const void *)b->ops->matmul, (const void *)b->ops->softmax, (const void *)b->ops->index_select,
+        (const void *)b->ops->gather, (const void *)b->mem_get_info, (const void *)b->stream_create,
         (const void *)b->stream_destroy, (const void *)b->stream_synchronize, (const void *)b->stream_query,
         (const void *)b->priority_range, (const void *)b->event_create, (const void *)b->event_destroy,
         (const void *)b->event_record, (const void *)b->event_query, (const void *)b->event_synchronize,
         (const void *)b->stream_wait_event, (const void *)b->event_elapsed_ms, (const void *)b->write_async,
         (const void *)b->read_async, (const void *)b->host_alloc, (const void *)b->host_free,
-        (const void *)b->conv, (const void *)b->nn, (const void *)b->loss};
+        (const void *)b->ops->conv, (const void *)b->ops->nn, (const void *)b->ops->loss};
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         CT_EXPECT_MSG(entries[i] != NULL, "entry %zu of the CUDA table is NULL", i);
 }

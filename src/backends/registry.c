@@ -1,14 +1,16 @@
 /*
  * registry.c — which backends this build contains. This is the only file
  * that knows: the core asks ct_backend_for(type) and never names a backend.
- * A backend compiled in defines CTORCH_HAVE_<NAME> and its table symbol.
+ * A backend compiled in defines CTORCH_HAVE_<NAME> and its table symbol;
+ * each one's prepare hook runs once, before the first table is handed out.
  */
+#include <pthread.h>
+
 #include "../core/backend.h"
 #include "ctorch/version.h"
 
 #ifdef CTORCH_HAVE_CUDA
 #include <cuda_runtime_api.h> /* CUDART_VERSION */
-#include <pthread.h>
 #include <stdio.h>
 #endif
 
@@ -20,7 +22,25 @@ extern const ct_backend ct_cuda_backend;
 extern const ct_backend ct_opencl_backend;
 #endif
 
+static const ct_backend *const g_compiled_in[] = {
+    &ct_cpu_backend,
+#ifdef CTORCH_HAVE_CUDA
+    &ct_cuda_backend,
+#endif
+#ifdef CTORCH_HAVE_OPENCL
+    &ct_opencl_backend,
+#endif
+};
+
+static pthread_once_t g_prepared = PTHREAD_ONCE_INIT;
+
+static void prepare_backends(void) {
+    for (size_t i = 0; i < sizeof g_compiled_in / sizeof g_compiled_in[0]; i++)
+        if (g_compiled_in[i]->prepare) g_compiled_in[i]->prepare();
+}
+
 const ct_backend *ct_backend_for(ct_device_type type) {
+    pthread_once(&g_prepared, prepare_backends);
     switch (type) {
     case CT_DEVICE_CPU: return &ct_cpu_backend;
 #ifdef CTORCH_HAVE_CUDA
@@ -31,6 +51,10 @@ const ct_backend *ct_backend_for(ct_device_type type) {
 #endif
     default: return NULL;
     }
+}
+
+bool ct_backend_supports(const ct_backend *b, int dev, const char *op, ct_dtype dtype) {
+    return !b->ops->supports || b->ops->supports(dev, op, dtype);
 }
 
 /* "key: value" fields separated by "; " (tools/info parses them). */

@@ -2,7 +2,9 @@
  * backend.h — the interface every backend implements (internal).
  *
  * The core validates arguments, infers shapes and dtypes, allocates outputs
- * and then calls one entry of a backend's table. It names no backend: the
+ * and then calls one entry of a backend's ops table (ct_backend_ops); the
+ * rest of the table (ct_backend) is the runtime: devices, memory, streams,
+ * events, host transfers. It names no backend: the
  * table for a device type comes from ct_backend_for() (src/backends/
  * registry.c, the only file that knows which backends were compiled in).
  *
@@ -103,34 +105,11 @@ struct ct_gpu_device; /* src/backends/gpu/gpu.h */
 /* A backend-specific function, cast back to its own type by the caller. */
 typedef void (*ct_backend_proc)(void);
 
-typedef struct ct_backend {
-    int api_version;
-    const char *name;
-    ct_device_type type;
-    /* GPU backends: the kernel-launch table the shared host code of
-     * src/backends/gpu/ drives (NULL for the CPU). */
-    const struct ct_gpu_device *gpu;
-    /* Backend-specific entry points by name (ggml's get_proc_address), so
-     * that the core can ask for them without naming the backend: NULL when
-     * the backend has no such thing. Names in use: "cublas_version" and
-     * "cudnn_version" (int (*)(void): 0 when the library is not found). */
-    ct_backend_proc (*get_proc)(const char *name);
-
-    /* devices */
-    int (*device_count)(void);
-    /* Optional: why device_count is 0, in the user's terms ("the NVIDIA
-     * driver found no GPU"), for the core's "no ... devices" error. */
-    void (*no_device_reason)(char *buf, size_t size);
-    ct_status (*device_name)(int dev, char *buf, size_t size);
-    ct_status (*device_properties)(int dev, ct_device_properties *out);  /* name already filled */
-    ct_status (*synchronize)(int dev);
-
-    /* memory: raw allocations and host transfers (read waits for the data) */
-    ct_status (*alloc)(int dev, size_t nbytes, void **handle);
-    void (*free)(int dev, void *handle);
-    ct_status (*write)(int dev, void *handle, size_t byte_offset, const void *src, size_t nbytes);
-    ct_status (*read)(int dev, void *handle, size_t byte_offset, void *dst, size_t nbytes);
-
+/* What a backend computes: every entry takes ct_kviews of one device. A
+ * GPU backend's table is a copy of the shared one (src/backends/gpu/,
+ * ct_gpu_ops) with its own entries put over it (copy-and-override, in its
+ * prepare hook); nothing forwards to anything. */
+typedef struct ct_backend_ops {
     /* data movement on one device: dst[i] = (dst.dtype) src[i]; any strides,
      * same shape; dst may be a non-contiguous view. */
     ct_status (*copy)(const ct_kview *dst, const ct_kview *src);
@@ -170,6 +149,57 @@ typedef struct ct_backend {
      * index int64 contiguous; in any strides; indices already validated. */
     ct_status (*gather)(const ct_kview *out, const ct_kview *in, const ct_kview *index, int dim);
 
+    /* ---- neural-network op families (issue 4), each a table of its own so
+     * that a family can grow without touching this file. NULL: the backend
+     * does not implement the family (the core reports "not implemented"). */
+    const struct ct_backend_conv *conv;       /* src/core/backend_conv.h */
+    const struct ct_backend_nn *nn;           /* src/core/backend_nn.h: pooling, norms, dropout, embedding */
+    const struct ct_backend_loss *loss;       /* src/core/backend_loss.h: losses and optimizer updates */
+
+    /* Optional: whether device dev runs op (its name as messages and the
+     * harness give it: "add", "conv2d") in dtype. False exactly where the
+     * backend declines with CT_ERR_UNSUPPORTED for that device's lack of a
+     * capability (float64 on a GPU without fp64); an entry that is NULL is
+     * unsupported whatever this says. NULL: everything the core accepts. */
+    bool (*supports)(int dev, const char *op, ct_dtype dtype);
+} ct_backend_ops;
+
+/* A backend: who it is, its devices, memory, streams, events and host
+ * transfers (the runtime), and its ops table. */
+typedef struct ct_backend {
+    int api_version;
+    const char *name;
+    ct_device_type type;
+    /* GPU backends: the kernel-launch table the shared host code of
+     * src/backends/gpu/ drives (NULL for the CPU). */
+    const struct ct_gpu_device *gpu;
+    /* Backend-specific entry points by name (ggml's get_proc_address), so
+     * that the core can ask for them without naming the backend: NULL when
+     * the backend has no such thing. Names in use: "cublas_version" and
+     * "cudnn_version" (int (*)(void): 0 when the library is not found). */
+    ct_backend_proc (*get_proc)(const char *name);
+    /* Optional: called once, before ct_backend_for first returns any table
+     * (it only fills tables: no device is touched). GPU backends build their
+     * ops table here by copy-and-override. */
+    void (*prepare)(void);
+    /* the computations; never NULL */
+    const ct_backend_ops *ops;
+
+    /* devices */
+    int (*device_count)(void);
+    /* Optional: why device_count is 0, in the user's terms ("the NVIDIA
+     * driver found no GPU"), for the core's "no ... devices" error. */
+    void (*no_device_reason)(char *buf, size_t size);
+    ct_status (*device_name)(int dev, char *buf, size_t size);
+    ct_status (*device_properties)(int dev, ct_device_properties *out);  /* name already filled */
+    ct_status (*synchronize)(int dev);
+
+    /* memory: raw allocations and host transfers (read waits for the data) */
+    ct_status (*alloc)(int dev, size_t nbytes, void **handle);
+    void (*free)(int dev, void *handle);
+    ct_status (*write)(int dev, void *handle, size_t byte_offset, const void *src, size_t nbytes);
+    ct_status (*read)(int dev, void *handle, size_t byte_offset, void *dst, size_t nbytes);
+
     /* ---- device runtime (issue 3). Synchronous backends (cpu) leave these
      * NULL; the core then treats streams and events as already complete. ---- */
     /* alloc/free above are raw segment calls for the caching allocator */
@@ -206,16 +236,13 @@ typedef struct ct_backend {
     /* page-locked host memory for fast and asynchronous transfers */
     ct_status (*host_alloc)(size_t nbytes, void **ptr);
     void (*host_free)(void *ptr);
-
-    /* ---- neural-network op families (issue 4), each a table of its own so
-     * that a family can grow without touching this file. NULL: the backend
-     * does not implement the family (the core reports "not implemented"). */
-    const struct ct_backend_conv *conv;       /* src/core/backend_conv.h */
-    const struct ct_backend_nn *nn;           /* src/core/backend_nn.h: pooling, norms, dropout, embedding */
-    const struct ct_backend_loss *loss;       /* src/core/backend_loss.h: losses and optimizer updates */
 } ct_backend;
 
-/* registry.c: the table for a device type, or NULL when not compiled in. */
+/* registry.c: the table for a device type, or NULL when not compiled in
+ * (every compiled-in backend's prepare hook has run before it returns). */
 const ct_backend *ct_backend_for(ct_device_type type);
+/* Whether device dev of backend b runs op in dtype (ct_backend_ops.supports;
+ * true when the backend has no such hook). */
+bool ct_backend_supports(const ct_backend *b, int dev, const char *op, ct_dtype dtype);
 
 #endif /* CT_CORE_BACKEND_H */

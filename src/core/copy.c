@@ -36,7 +36,7 @@ static ct_status host_convert(void *dst, ct_dtype dst_dt, const void *src, ct_dt
         return CT_OK;
     }
     ct_kview d = host_kview(dst, dst_dt, n), s = host_kview((void *)src, src_dt, n);
-    return ct_backend_for(CT_DEVICE_CPU)->copy(&d, &s);
+    return ct_backend_for(CT_DEVICE_CPU)->ops->copy(&d, &s);
 }
 
 static bool ranges_overlap(const ct_tensor *a, const ct_tensor *b) {
@@ -337,7 +337,7 @@ ct_status ct_copy_to_host(const ct_tensor *t, void *dst, ct_dtype dtype, int64_t
         memcpy(d.shape, s.shape, sizeof d.shape);   /* view dst with t's shape */
         d.ndim = s.ndim;
         ct_contiguous_strides(s.shape, s.ndim, d.strides);
-        return ct_backend_for(CT_DEVICE_CPU)->copy(&d, &s);
+        return ct_backend_for(CT_DEVICE_CPU)->ops->copy(&d, &s);
     }
     void *tmp = malloc((size_t)n * ct_dtype_size(t->dtype));
     CT_CHECK_STATUS(tmp != NULL, CT_ERR_OOM, "copy_to_host: out of host memory");

@@ -106,10 +106,10 @@ void cti_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
 /* The backend of a tensor's storage. */
 static inline const ct_backend *cti_backend(const ct_tensor *t) { return t->storage->backend; }
 /* Backend table entries may be NULL (not implemented yet on that backend). */
-#define CTI_BACKEND_CALL(t, fn, opname, ...)                                            \
-    (cti_backend(t)->fn ? cti_backend(t)->fn(__VA_ARGS__)                               \
-                        : ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s", \
-                                       (opname), cti_backend(t)->name))
+#define CTI_BACKEND_CALL(t, fn, opname, ...)                                                      \
+    (cti_backend(t)->ops->fn ? cti_backend(t)->ops->fn(__VA_ARGS__)                               \
+                             : ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s",      \
+                                            (opname), cti_backend(t)->name))
 
 /* Names of ops for messages ("add", "exp", …). */
 const char *cti_unary_name(ct_unary_op op);

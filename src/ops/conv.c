@@ -180,7 +180,7 @@ static bool plan_conv(const char *op, const ct_tensor *input, const ct_tensor *w
     pl->kg = pl->cg * pl->kh * pl->kw;
     pl->pointwise = pl->kh == 1 && pl->kw == 1 && p->stride[0] == 1 && p->stride[1] == 1 &&
                     p->padding[0] == 0 && p->padding[1] == 0;
-    const struct ct_backend_conv *cv = cti_backend(input)->conv;
+    const struct ct_backend_conv *cv = cti_backend(input)->ops->conv;
     const int64_t per_image = pl->c * pl->kh * pl->kw * pl->l;
     pl->chunk = cv && cv->cols_budget > 0 && per_image > 0 ? cv->cols_budget / per_image : pl->n;
     if (pl->chunk < 1) pl->chunk = 1;
@@ -228,7 +228,7 @@ static ct_tensor *columns(const conv_plan *pl, const ct_tensor *x) {
         ct_decref(x3);
         return cols;
     }
-    const struct ct_backend_conv *cv = cti_backend(x)->conv;
+    const struct ct_backend_conv *cv = cti_backend(x)->ops->conv;
     CT_CHECK_NULL(cv && cv->im2col, CT_ERR_UNSUPPORTED, "conv2d: not implemented on %s",
                   cti_backend(x)->name);
     const int64_t shape[2] = {pl->c * pl->kh * pl->kw, nb * pl->l};
@@ -245,7 +245,7 @@ static ct_tensor *columns(const conv_plan *pl, const ct_tensor *x) {
 
 /* dx [nb, C, H, W] (contiguous) = col2im(dcols). */
 static bool col2im_into(const conv_plan *pl, ct_tensor *dx, const ct_tensor *dcols) {
-    const struct ct_backend_conv *cv = cti_backend(dx)->conv;
+    const struct ct_backend_conv *cv = cti_backend(dx)->ops->conv;
     CT_CHECK_RET(cv && cv->col2im, false, CT_ERR_UNSUPPORTED,
                  "conv2d_backward: not implemented on %s", cti_backend(dx)->name);
     const ct_conv2d_geom g = geom_of(pl, dx->shape[0]);
@@ -430,7 +430,7 @@ static ct_tensor *run_whole_fused(const conv_plan *pl, const struct ct_backend_c
  * *declined as run_whole. */
 static ct_tensor *forward_whole(const conv_plan *pl, const ct_tensor *input, const ct_tensor *weight,
                                 const ct_tensor *bias, bool relu, bool *declined, bool *relu_done) {
-    const struct ct_backend_conv *cv = cti_backend(input)->conv;
+    const struct ct_backend_conv *cv = cti_backend(input)->ops->conv;
     *declined = true, *relu_done = false;
     if (!cv || !cv->conv2d_forward || pl->n == 0 || !ct_dtype_is_floating(pl->dtype)) return NULL;
     ct_tensor *x = batched_contiguous(pl, input), *w = cti_contiguous(weight), *out = NULL;
@@ -678,7 +678,7 @@ static bool check_grad_out(const conv_plan *pl, const ct_tensor *grad_out, const
  * missing or declines (the im2col path then computes it). False on error. */
 static bool backward_whole(const conv_plan *pl, const ct_tensor *grad_out, const ct_tensor *input,
                            const ct_tensor *weight, ct_tensor **dx, ct_tensor **gw) {
-    const struct ct_backend_conv *cv = cti_backend(input)->conv;
+    const struct ct_backend_conv *cv = cti_backend(input)->ops->conv;
     if (!cv || pl->n == 0 || !ct_dtype_is_floating(pl->dtype) ||
         !(cv->conv2d_backward_input || cv->conv2d_backward_weight))
         return true;

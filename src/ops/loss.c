@@ -19,7 +19,7 @@
 /* ---- shared helpers ------------------------------------------------------------------ */
 
 const struct ct_backend_loss *cti_loss_ops(const ct_tensor *t, const char *op) {
-    const struct ct_backend_loss *ops = cti_backend(t)->loss;
+    const struct ct_backend_loss *ops = cti_backend(t)->ops->loss;
     if (!ops)
         ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s", op, cti_backend(t)->name);
     return ops;

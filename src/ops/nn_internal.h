@@ -12,10 +12,10 @@
 
 /* Call entry `fn` of t's backend's nn table, or report that the backend
  * lacks it (CT_ERR_UNSUPPORTED naming the op and the backend). */
-#define CTI_NN_CALL(t, fn, opname, ...)                                                      \
-    (cti_backend(t)->nn && cti_backend(t)->nn->fn                                             \
-         ? cti_backend(t)->nn->fn(__VA_ARGS__)                                                \
-         : ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s", (opname),            \
+#define CTI_NN_CALL(t, fn, opname, ...)                                                     \
+    (cti_backend(t)->ops->nn && cti_backend(t)->ops->nn->fn                                 \
+         ? cti_backend(t)->ops->nn->fn(__VA_ARGS__)                                         \
+         : ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s", (opname),           \
                         cti_backend(t)->name))
 
 /* PyTorch's '"op" not implemented for 'Int'' unless t is floating. */

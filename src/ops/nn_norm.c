@@ -188,7 +188,7 @@ static ct_status write_back(ct_tensor *running, const ct_tensor *buffer) {
  * when the backend has no entry or declines. */
 static ct_status bn_forward_whole(ct_tensor **t, ct_tensor *rm, ct_tensor *rv, bool training,
                                   double momentum, double eps, bool *declined) {
-    const struct ct_backend_nn *nn = cti_backend(t[0])->nn;
+    const struct ct_backend_nn *nn = cti_backend(t[0])->ops->nn;
     int64_t n, c, s;
     nc_s(t[0], &n, &c, &s);
     *declined = true;
@@ -315,7 +315,7 @@ static ct_status bn_reduce(const ct_tensor *dy, const ct_tensor *x, const ct_ten
  * [C]), all computed. t as in cti_batch_norm_backward. *declined (nothing
  * done, no error) when the backend has no entry or declines. */
 static ct_status bn_backward_whole(ct_tensor **t, ct_tensor **res, bool *declined) {
-    const struct ct_backend_nn *nn = cti_backend(t[1])->nn;
+    const struct ct_backend_nn *nn = cti_backend(t[1])->ops->nn;
     int64_t n, c, s;
     nc_s(t[1], &n, &c, &s);
     *declined = true;

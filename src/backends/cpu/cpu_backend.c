@@ -145,22 +145,8 @@ static ct_status cpu_arange(const ct_kview *dst, double start, double step) {
     return CT_OK;
 }
 
-const ct_backend ct_cpu_backend = {
-    .api_version = CT_BACKEND_API_VERSION,
-    .name = "cpu",
-    .type = CT_DEVICE_CPU,
-    .device_count = cpu_device_count,
-    .device_name = cpu_device_name,
-    .device_properties = cpu_device_properties,
-    .synchronize = cpu_synchronize,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .memory_stats = cpu_memory_stats,
-    .memory_reset_peak = cpu_memory_reset_peak,
-    .memory_reset_accumulated = cpu_memory_reset_accumulated,
-    .empty_cache = cpu_empty_cache,
-    .write = cpu_write,
-    .read = cpu_read,
+/* The CPU computes everything the core accepts (no supports hook). */
+static const ct_backend_ops cpu_ops = {
     .copy = cpu_copy,
     .fill = cpu_fill,
     .arange = cpu_arange,
@@ -176,4 +162,23 @@ const ct_backend ct_cpu_backend = {
     .conv = &ct_cpu_conv_ops,
     .loss = &ct_cpu_loss_ops,
     .nn = &ct_cpu_nn_ops,
+};
+
+const ct_backend ct_cpu_backend = {
+    .api_version = CT_BACKEND_API_VERSION,
+    .name = "cpu",
+    .type = CT_DEVICE_CPU,
+    .ops = &cpu_ops,
+    .device_count = cpu_device_count,
+    .device_name = cpu_device_name,
+    .device_properties = cpu_device_properties,
+    .synchronize = cpu_synchronize,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .memory_stats = cpu_memory_stats,
+    .memory_reset_peak = cpu_memory_reset_peak,
+    .memory_reset_accumulated = cpu_memory_reset_accumulated,
+    .empty_cache = cpu_empty_cache,
+    .write = cpu_write,
+    .read = cpu_read,
 };

@@ -24,6 +24,8 @@
 #include <string.h>
 
 #include "core/alloc_common.h" /* ct_format_size */
+#include "core/backend_conv.h"
+#include "core/backend_nn.h"
 #include "core/runtime.h"
 #include "backends/gpu/gpu.h"
 #include "cu_dl.h"
@@ -455,11 +457,29 @@ static ct_backend_proc cu_get_proc(const char *name) {
     return NULL;
 }
 
+/* The shared GPU table with cuBLAS's matmul and cuDNN's convolution,
+ * pooling and batch-norm entries put over it (cu_dnn.c). */
+static ct_backend_ops g_cu_ops;
+static struct ct_backend_conv g_cu_conv;
+static struct ct_backend_nn g_cu_nn;
+
+static void cu_prepare(void) {
+    g_cu_conv = ct_gpu_conv_ops;
+    g_cu_nn = ct_gpu_nn_ops;
+    ct_cu_dnn_override(&g_cu_conv, &g_cu_nn);
+    g_cu_ops = ct_gpu_ops;
+    g_cu_ops.matmul = ct_cu_matmul;
+    g_cu_ops.conv = &g_cu_conv;
+    g_cu_ops.nn = &g_cu_nn;
+}
+
 const ct_backend ct_cuda_backend = {
     .api_version = CT_BACKEND_API_VERSION,
     .name = "cuda",
     .type = CT_DEVICE_CUDA,
     .gpu = &ct_cu_gpu,
+    .prepare = cu_prepare,
+    .ops = &g_cu_ops,
     .get_proc = cu_get_proc,
     .device_count = cu_device_count,
     .no_device_reason = no_device_reason,
@@ -470,18 +490,6 @@ const ct_backend ct_cuda_backend = {
     .free = cu_free,
     .write = cu_write,
     .read = cu_read,
-    .copy = ct_gpu_copy,
-    .fill = ct_gpu_fill,
-    .arange = ct_gpu_arange,
-    .random = ct_gpu_random,
-    .unary = ct_gpu_unary,
-    .binary = ct_gpu_binary,
-    .where = ct_gpu_where,
-    .reduce = ct_gpu_reduce,
-    .matmul = ct_cu_matmul,
-    .softmax = ct_gpu_softmax,
-    .index_select = ct_gpu_index_select,
-    .gather = ct_gpu_gather,
     .uses_caching_allocator = true,
     .mem_get_info = cu_mem_get_info,
     .stream_create = cu_stream_create,
@@ -500,7 +508,4 @@ const ct_backend ct_cuda_backend = {
     .read_async = cu_read_async,
     .host_alloc = cu_host_alloc,
     .host_free = cu_host_free,
-    .conv = &ct_cu_conv_ops,
-    .nn = &ct_cu_nn_ops,
-    .loss = &ct_gpu_loss_ops,
 };

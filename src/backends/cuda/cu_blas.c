@@ -1,19 +1,15 @@
 /*
- * cu_blas.c — the CUDA backend's matmul (backend.h's contract: out [B, M, N]
- * contiguous = a [B, M, K] @ b [B, K, N], operands with any strides, batch
- * stride 0 when broadcast), mirroring the OpenCL one in cl_data.c.
+ * cu_blas.c — the CUDA backend's GEMM for the shared matmul driver
+ * (src/backends/gpu/gpu_linalg.c, which packs operands, handles shapes and
+ * runs integers on the portable kernel): cuBLAS, loaded by cu_dl.c.
  *
- * Floating dtypes go through cuBLAS (loaded by cu_dl.c). cuBLAS is
- * column-major, so the row-major product C = A·B is computed as
+ * cuBLAS is column-major, so the row-major product C = A·B is computed as
  * C^T = B^T·A^T: a row-major matrix read "as stored" is its own transpose
  * to cuBLAS (CUBLAS_OP_N), one read "transposed" needs CUBLAS_OP_T.
- * Operands whose strides fit neither layout are packed first, exactly where
- * the OpenCL backend packs. float16/bfloat16 run natively in cuBLAS with
- * float32 accumulation and no reduced-precision split-K reductions, so the
- * result is rounded once as on the other backends. float32 may use TF32
- * when ct_backends_cuda_matmul_set_allow_tf32(true) (PyTorch's
- * allow_tf32). Integer dtypes use the portable kernel of
- * src/kernels/matmul_int.kh through the shared GPU layer (gpu_linalg.c).
+ * float16/bfloat16 run natively in cuBLAS with float32 accumulation and no
+ * reduced-precision split-K reductions, so the result is rounded once as on
+ * the other backends. float32 may use TF32 when
+ * ct_backends_cuda_matmul_set_allow_tf32(true) (PyTorch's allow_tf32).
  *
  * cuBLAS runs with a workspace of ours per (handle, stream): cuBLAS
  * documents that this keeps results reproducible when several streams are
@@ -28,63 +24,16 @@
 #include "ctorch/backends.h"
 #include "cu_dl.h"
 
-/* One operand: element (b, r, c) at off + b*sb + r*sr + c*sc elements of
- * the segment at base. */
-typedef struct mm_side {
-    void *base;
-    int64_t off, sb, sr, sc;
-} mm_side;
-
-typedef struct mm_dims {
-    int64_t batch, m, n, k;
-} mm_dims;
-
-static mm_side side_of(const ct_kview *v) {
-    mm_side s = {v->data, v->offset, v->strides[0], v->strides[1], v->strides[2]};
-    return s;
-}
-
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
 static void *element_ptr(void *base, int64_t off, ct_dtype dt) {
     return (char *)base + off * (int64_t)ct_dtype_size(dt);
 }
 
-/* How cuBLAS reads a row-major rows×cols matrix with these strides: as
- * stored (element (r, c) at r*ld + c: CUBLAS_OP_N in the transposed
- * product) or transposed (at c*ld + r: CUBLAS_OP_T); false when neither
- * fits. The same rule as the CPU and OpenCL backends. */
-static bool gemm_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, cublasOperation_t *op,
-                        int64_t *ld) {
-    if ((cols == 1 || sc == 1) && (rows == 1 || sr >= max64(1, cols))) {
-        *op = CUBLAS_OP_N;
-        *ld = rows == 1 ? max64(1, cols) : sr;
-        return true;
-    }
-    if ((rows == 1 || sr == 1) && (cols == 1 || sc >= max64(1, rows))) {
-        *op = CUBLAS_OP_T;
-        *ld = cols == 1 ? max64(1, rows) : sc;
-        return true;
-    }
-    return false;
-}
-
-/* A contiguous copy of an operand's [nb, rows, cols] matrices (one matrix
- * when the operand is broadcast over the batch), in a temporary tensor from
- * the caching allocator: released right after the GEMM is enqueued, its
- * block is reused only by later work on the same stream. */
-static ct_status pack(int dev, const ct_kview *v, const mm_dims *dims, int64_t rows, int64_t cols,
-                      ct_tensor **holder, mm_side *out) {
-    const int64_t nb = (dims->batch == 1 || v->strides[0] == 0) ? 1 : dims->batch;
-    const int64_t shape[3] = {nb, rows, cols};
-    *holder = cti_empty(shape, 3, v->dtype, ct_device_cuda(dev));
-    if (!*holder) return ct_last_status();
-    ct_kview src = *v, dst = ct_kview_of(*holder);
-    src.shape[0] = nb;
-    CT_TRY(ct_gpu_copy(&dst, &src));
-    mm_side s = {dst.data, dst.offset, nb == 1 ? 0 : rows * cols, cols, 1};
-    *out = s;
-    return CT_OK;
+/* ct_gpu_gemm_layout in cuBLAS's terms. */
+static bool gemm_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, cublasOperation_t *op, int64_t *ld) {
+    bool transposed;
+    if (!ct_gpu_gemm_layout(rows, cols, sr, sc, &transposed, ld)) return false;
+    *op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    return true;
 }
 
 /* The calling thread's current stream of dev (ct_cu_stream gives NULL
@@ -189,8 +138,8 @@ static gemm_types types_of(ct_dtype dt) {
 }
 
 /* C[b] = A[b] @ B[b]; A and B readable by cuBLAS, C contiguous at c_off. */
-static ct_status gemm(int dev, ct_dtype dt, const mm_dims *dm, const mm_side *a, const mm_side *b,
-                      void *c_base, int64_t c_off) {
+static ct_status gemm(int dev, ct_dtype dt, const ct_gpu_mm_dims *dm, const ct_gpu_mm_side *a,
+                      const ct_gpu_mm_side *b, void *c_base, int64_t c_off) {
     cublasOperation_t opa, opb;
     int64_t lda, ldb;
     if (!gemm_layout(dm->m, dm->k, a->sr, a->sc, &opa, &lda) ||
@@ -222,40 +171,8 @@ static ct_status gemm(int dev, ct_dtype dt, const mm_dims *dm, const mm_side *a,
         "stridea, &beta, c, n, m*n, batch)");
 }
 
-/* Operands cuBLAS cannot read are packed first (as on OpenCL). */
-static ct_status matmul_float(int dev, const mm_dims *dm, const ct_kview *out, const ct_kview *a,
-                              const ct_kview *b) {
-    mm_side sa = side_of(a), sb = side_of(b);
-    cublasOperation_t op;
-    int64_t ld;
-    ct_tensor *ha = NULL, *hb = NULL;
-    ct_status st = CT_OK;
-    if (!gemm_layout(dm->m, dm->k, sa.sr, sa.sc, &op, &ld)) st = pack(dev, a, dm, dm->m, dm->k, &ha, &sa);
-    if (st == CT_OK && !gemm_layout(dm->k, dm->n, sb.sr, sb.sc, &op, &ld))
-        st = pack(dev, b, dm, dm->k, dm->n, &hb, &sb);
-    if (st == CT_OK) st = gemm(dev, out->dtype, dm, &sa, &sb, out->data, out->offset);
-    ct_decref(ha);
-    ct_decref(hb);
-    return st;
-}
-
 /* ---- entry ----------------------------------------------------------------------------------- */
 
 ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
-    const int dev = out->device;
-    const mm_dims dm = {out->shape[0], out->shape[1], out->shape[2], a->shape[2]};
-    if (dm.batch == 0 || dm.m == 0 || dm.n == 0) return CT_OK;
-    if (dm.k == 0) return ct_gpu_fill(out, 0.0);
-    switch (out->dtype) {
-    case CT_FLOAT64:
-    case CT_FLOAT32:
-    case CT_FLOAT16:
-    case CT_BFLOAT16: return matmul_float(dev, &dm, out, a, b);
-    case CT_INT32:
-    case CT_INT64:
-    case CT_UINT8: return ct_gpu_matmul_int(out, a, b);
-    default:
-        return ct_error_set(CT_ERR_DTYPE, "matmul: not implemented for '%s' on cuda",
-                            ct_dtype_name(out->dtype));
-    }
+    return ct_gpu_matmul(out, a, b, gemm, true);
 }

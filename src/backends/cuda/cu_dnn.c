@@ -1,8 +1,8 @@
 /*
- * cu_dnn.c — the CUDA backend's convolution and nn tables (ct_cu_conv_ops,
- * ct_cu_nn_ops): the shared GPU tables (ct_gpu_conv_ops, ct_gpu_nn_ops of
- * src/backends/gpu/, which OpenCL uses as they are) with cuDNN added
- * where PyTorch uses it, plus the helpers the cuDNN files share (cu_dnn.h).
+ * cu_dnn.c — cuDNN where PyTorch uses it, put over the CUDA backend's
+ * copies of the shared GPU conv and nn tables (ct_gpu_conv_ops,
+ * ct_gpu_nn_ops of src/backends/gpu/, which OpenCL uses as they are) by
+ * ct_cu_dnn_override, plus the helpers the cuDNN files share (cu_dnn.h).
  *
  *  - convolution: whole forward / backward-data / backward-filter steps
  *    (cu_dnn_conv.c); im2col and col2im stay the portable kernels for the
@@ -18,15 +18,14 @@
  * Every entry falls back to the portable kernel when cuDNN declines, is
  * switched off (ct_backends_cudnn_set_enabled(false)) or is not installed.
  *
- * The entries cuDNN does not touch are the shared functions themselves,
- * named in the tables below (backends/gpu/gpu_ops.h): no forwarding layer.
+ * The entries cuDNN does not touch stay the shared functions themselves
+ * (copy-and-override): no forwarding layer.
  */
 #include <limits.h>
 #include <string.h>
 
 #include "ctorch/backends.h"
 #include "backends/gpu/gpu.h"
-#include "backends/gpu/gpu_ops.h"
 #include "cu_dnn.h"
 
 /* ---- shared helpers (cu_dnn.h) -------------------------------------------------------------- */
@@ -252,10 +251,8 @@ static ct_status dnn_pool(cudnnPoolingMode_t mode, const ct_kview *out, const ct
     return st;
 }
 
-/* ---- the tables ------------------------------------------------------------------------------------- */
+/* ---- the entries put over the shared tables -------------------------------------------------------- */
 
-/* cuDNN's entries where it applies; every other entry is the shared GPU
- * layer's (gpu_ops.h), named directly. */
 /* max_pool2d through cuDNN when no indices are wanted (cuDNN has none). */
 static ct_status dnn_max_pool2d(const ct_kview *out, const ct_kview *indices, const ct_kview *in,
                                 const ct_pool2d_geom *g) {
@@ -263,7 +260,7 @@ static ct_status dnn_max_pool2d(const ct_kview *out, const ct_kview *indices, co
         ct_status st = dnn_pool(CUDNN_POOLING_MAX, out, in, g, "max_pool2d");
         if (st != CT_DNN_DECLINE) return st;
     }
-    return ct_gpu_max_pool2d(out, indices, in, g);
+    return ct_gpu_nn_ops.max_pool2d(out, indices, in, g);
 }
 
 static ct_status dnn_avg_pool2d(const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g) {
@@ -273,38 +270,19 @@ static ct_status dnn_avg_pool2d(const ct_kview *out, const ct_kview *in, const c
         ct_status st = dnn_pool(mode, out, in, g, "avg_pool2d");
         if (st != CT_DNN_DECLINE) return st;
     }
-    return ct_gpu_avg_pool2d(out, in, g);
+    return ct_gpu_nn_ops.avg_pool2d(out, in, g);
 }
 
-const struct ct_backend_conv ct_cu_conv_ops = {
-    /* the same budget as ct_gpu_conv_ops: 64 MiB of float32 */
-    .cols_budget = (int64_t)1 << 24,
-    .im2col = ct_gpu_im2col,
-    .col2im = ct_gpu_col2im,
-    .conv2d_forward = ct_dnn_conv2d_forward,
-    .conv2d_forward_fused = ct_dnn_conv2d_forward_fused,
-    .conv2d_backward_input = ct_dnn_conv2d_backward_input,
-    .conv2d_backward_weight = ct_dnn_conv2d_backward_weight,
-};
-
-const struct ct_backend_nn ct_cu_nn_ops = {
-    .max_pool2d = dnn_max_pool2d,
-    .max_pool2d_backward = ct_gpu_max_pool2d_backward,
-    .avg_pool2d = dnn_avg_pool2d,
-    .avg_pool2d_backward = ct_gpu_avg_pool2d_backward,
-    .adaptive_avg_pool2d = ct_gpu_adaptive_avg_pool2d,
-    .adaptive_avg_pool2d_backward = ct_gpu_adaptive_avg_pool2d_backward,
-    .batch_norm_stats = ct_gpu_batch_norm_stats,
-    .batch_norm_apply = ct_gpu_batch_norm_apply,
-    .batch_norm_backward_reduce = ct_gpu_batch_norm_backward_reduce,
-    .batch_norm_backward_apply = ct_gpu_batch_norm_backward_apply,
-    .layer_norm = ct_gpu_layer_norm,
-    .layer_norm_backward = ct_gpu_layer_norm_backward,
-    .layer_norm_backward_params = ct_gpu_layer_norm_backward_params,
-    .dropout_mask = ct_gpu_dropout_mask,
-    .masked_scale = ct_gpu_masked_scale,
-    .embedding_backward = ct_gpu_embedding_backward,
-    .batch_norm_forward_training = dnn_bn_forward_training,
-    .batch_norm_forward_inference = dnn_bn_forward_inference,
-    .batch_norm_backward = dnn_bn_backward,
-};
+/* Put cuDNN's entries over copies of the shared GPU tables (cu_backend.c's
+ * prepare hook makes the copies); the rest stay the portable kernels. */
+void ct_cu_dnn_override(struct ct_backend_conv *conv, struct ct_backend_nn *nn) {
+    conv->conv2d_forward = ct_dnn_conv2d_forward;
+    conv->conv2d_forward_fused = ct_dnn_conv2d_forward_fused;
+    conv->conv2d_backward_input = ct_dnn_conv2d_backward_input;
+    conv->conv2d_backward_weight = ct_dnn_conv2d_backward_weight;
+    nn->max_pool2d = dnn_max_pool2d;
+    nn->avg_pool2d = dnn_avg_pool2d;
+    nn->batch_norm_forward_training = dnn_bn_forward_training;
+    nn->batch_norm_forward_inference = dnn_bn_forward_inference;
+    nn->batch_norm_backward = dnn_bn_backward;
+}

@@ -2,7 +2,7 @@
  * cu_dnn.h — what the cuDNN files of the CUDA backend share (internal):
  * whether cuDNN takes a call, status handling with "decline", handles,
  * scaling constants, descriptors and workspaces, and the convolution entries
- * (cu_dnn_conv.c) that cu_dnn.c puts into ct_cu_conv_ops.
+ * (cu_dnn_conv.c) that cu_dnn.c puts into the backend's conv table.
  *
  * Declining: an entry that cuDNN does not cover (switched off with
  * ct_backends_cudnn_set_enabled(false), libcudnn absent, a dtype, size or

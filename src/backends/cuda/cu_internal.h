@@ -88,10 +88,11 @@ extern const struct ct_gpu_device ct_cu_gpu;
 /* cu_blas.c: matmul through cuBLAS (TF32 per ct_backends settings). */
 ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
 
-/* cu_dnn.c: the conv and nn tables the backend uses: the shared GPU ones
- * (ct_gpu_conv_ops, ct_gpu_nn_ops) with cuDNN where it applies. */
-extern const struct ct_backend_conv ct_cu_conv_ops;
-extern const struct ct_backend_nn ct_cu_nn_ops;
+/* cu_dnn.c: put cuDNN's entries over copies of the shared GPU conv and nn
+ * tables (ct_gpu_conv_ops, ct_gpu_nn_ops). */
+struct ct_backend_conv;
+struct ct_backend_nn;
+void ct_cu_dnn_override(struct ct_backend_conv *conv, struct ct_backend_nn *nn);
 
 #ifdef __cplusplus
 }

@@ -135,18 +135,41 @@ ct_status ct_gpu_reduce(ct_reduce_op op, const ct_kview *out, const ct_kview *ou
                         double param);
 ct_status ct_gpu_softmax(const ct_kview *out, const ct_kview *in, int64_t outer, int64_t dim, int64_t inner,
                          bool log);
-/* out [B, M, N] = a [B, M, K] @ b [B, K, N] in an integer dtype (any
- * strides; batch stride 0 when broadcast): the portable kernel. */
-ct_status ct_gpu_matmul_int(const ct_kview *out, const ct_kview *a, const ct_kview *b);
+/* ---- matmul (gpu_linalg.c): the shared driver and the backend's GEMM ---- */
+
+/* One operand of a GEMM: matrix b's element (r, c) at off + b*sb + r*sr +
+ * c*sc elements of the buffer at base. */
+typedef struct ct_gpu_mm_side {
+    void *base;
+    int64_t off, sb, sr, sc;
+} ct_gpu_mm_side;
+typedef struct ct_gpu_mm_dims {
+    int64_t batch, m, n, k;
+} ct_gpu_mm_dims;
+/* How a BLAS reads a row-major rows x cols matrix with these strides: as
+ * stored (element (r, c) at r*ld + c) or transposed (at c*ld + r), the
+ * rule of the CPU backend; false when neither fits. */
+bool ct_gpu_gemm_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bool *transposed, int64_t *ld);
+/* A backend's GEMM: row-major C[i] = A[i] @ B[i] for i < dm->batch, in dt,
+ * with A and B readable by ct_gpu_gemm_layout and C contiguous at c_off
+ * elements of c_base; batch stride of C is m*n. */
+typedef ct_status (*ct_gpu_gemm_fn)(int dev, ct_dtype dt, const ct_gpu_mm_dims *dm, const ct_gpu_mm_side *a,
+                                    const ct_gpu_mm_side *b, void *c_base, int64_t c_off);
+/* backend.h's matmul on the backend's GEMM: floats through gemm (16-bit
+ * dtypes natively when native_16bit, else widened to float32 and rounded
+ * once), integers on the portable kernel. */
+ct_status ct_gpu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b, ct_gpu_gemm_fn gemm,
+                        bool native_16bit);
 ct_status ct_gpu_copy(const ct_kview *dst, const ct_kview *src);
 ct_status ct_gpu_fill(const ct_kview *dst, double value);
 ct_status ct_gpu_arange(const ct_kview *dst, double start, double step);
 ct_status ct_gpu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,
                         double b);
 
-/* The shared nn-family tables, for the backend tables' .conv, .nn and .loss
- * members (gpu_conv.c, gpu_nn.c, gpu_loss.c; CUDA's cu_dnn.c wraps the
- * first two with cuDNN). */
+/* The ops table a GPU backend copies and overrides (gpu_table.c), and the
+ * shared nn-family tables it points to (gpu_conv.c, gpu_nn.c, gpu_loss.c;
+ * CUDA copies the first two and puts cuDNN's entries over them). */
+extern const ct_backend_ops ct_gpu_ops;
 extern const struct ct_backend_conv ct_gpu_conv_ops;
 extern const struct ct_backend_nn ct_gpu_nn_ops;
 extern const struct ct_backend_loss ct_gpu_loss_ops;

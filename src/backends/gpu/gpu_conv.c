@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "gpu.h"
-#include "gpu_ops.h"
 #include "core/backend_conv.h"
 
 /* Same layout as ct_kconv in src/kernels/conv.kh. */
@@ -50,12 +49,12 @@ static ct_status launch_columns(ct_kernel_id kernel, const ct_kview *dst, const 
     return ct_gpu_of(dst)->launch(dst->device, kernel, args, 3, (size_t)n, 0);
 }
 
-ct_status ct_gpu_im2col(const ct_kview *cols, const ct_kview *im, const ct_conv2d_geom *g) {
+static ct_status ct_gpu_im2col(const ct_kview *cols, const ct_kview *im, const ct_conv2d_geom *g) {
     gpu_kconv k = kconv_of(g, im, cols);
     return launch_columns(CT_KID(ct_k_im2col), cols, im, &k);
 }
 
-ct_status ct_gpu_col2im(const ct_kview *im, const ct_kview *cols, const ct_conv2d_geom *g) {
+static ct_status ct_gpu_col2im(const ct_kview *im, const ct_kview *cols, const ct_conv2d_geom *g) {
     CT_CHECK_STATUS(im->dtype == CT_FLOAT32 || im->dtype == CT_FLOAT64, CT_ERR_DTYPE,
                     "col2im: not implemented for '%s' on %s", ct_dtype_name(im->dtype),
                     ct_device_type_name(im->device_type));

@@ -93,7 +93,7 @@ typedef struct arange_args {
 
 static ct_status host_arange(const ct_kview *h, const void *p) {
     const arange_args *a = p;
-    return ct_backend_for(CT_DEVICE_CPU)->arange(h, a->start, a->step);
+    return ct_backend_for(CT_DEVICE_CPU)->ops->arange(h, a->start, a->step);
 }
 
 ct_status ct_gpu_arange(const ct_kview *dst, double start, double step) {
@@ -125,7 +125,7 @@ typedef struct random_args {
 
 static ct_status host_random(const ct_kview *h, const void *p) {
     const random_args *r = p;
-    return ct_backend_for(CT_DEVICE_CPU)->random(h, r->kind, r->seed, r->offset, r->a, r->b);
+    return ct_backend_for(CT_DEVICE_CPU)->ops->random(h, r->kind, r->seed, r->offset, r->a, r->b);
 }
 
 ct_status ct_gpu_random(const ct_kview *dst, ct_random_kind kind, uint64_t seed, uint64_t offset, double a,

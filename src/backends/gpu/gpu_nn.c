@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "gpu.h"
-#include "gpu_ops.h"
 #include "core/backend_nn.h"
 
 /* Work-groups of the group kernels (the kernels' local arrays hold 256). */
@@ -81,7 +80,7 @@ static int64_t in_items(const ct_pool2d_geom *g) {
     return g->planes * g->in_size[0] * g->in_size[1];
 }
 
-ct_status ct_gpu_max_pool2d(const ct_kview *out, const ct_kview *indices, const ct_kview *in,
+static ct_status ct_gpu_max_pool2d(const ct_kview *out, const ct_kview *indices, const ct_kview *in,
                                 const ct_pool2d_geom *g) {
     CT_TRY(check_dtype(in, "max_pool2d"));
     buf_arg o = buf_of(out), x = buf_of(in), ix = buf_of(indices);
@@ -92,7 +91,7 @@ ct_status ct_gpu_max_pool2d(const ct_kview *out, const ct_kview *indices, const 
     return launch_items(out, CT_KID(ct_k_nn_max_pool2d), args, NARGS(args), out_items(g));
 }
 
-ct_status ct_gpu_max_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+static ct_status ct_gpu_max_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                          const ct_kview *indices, const ct_pool2d_geom *g) {
     CT_TRY(check_dtype(grad_out, "max_pool2d_backward"));
     buf_arg gi = buf_of(grad_in), go = buf_of(grad_out), ix = buf_of(indices);
@@ -114,23 +113,23 @@ static ct_status pool_simple(ct_kernel_id kernel, const char *op, const ct_kview
     return launch_items(dst, kernel, args, NARGS(args), items);
 }
 
-ct_status ct_gpu_avg_pool2d(const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g) {
+static ct_status ct_gpu_avg_pool2d(const ct_kview *out, const ct_kview *in, const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_avg_pool2d), "avg_pool2d", out, in, g, out_items(g));
 }
 
-ct_status ct_gpu_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+static ct_status ct_gpu_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                          const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_avg_pool2d_backward), "avg_pool2d_backward", grad_in, grad_out, g,
                        in_items(g));
 }
 
-ct_status ct_gpu_adaptive_avg_pool2d(const ct_kview *out, const ct_kview *in,
+static ct_status ct_gpu_adaptive_avg_pool2d(const ct_kview *out, const ct_kview *in,
                                          const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_adaptive_avg_pool2d), "adaptive_avg_pool2d", out, in, g,
                        out_items(g));
 }
 
-ct_status ct_gpu_adaptive_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+static ct_status ct_gpu_adaptive_avg_pool2d_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                                   const ct_pool2d_geom *g) {
     return pool_simple(CT_KID(ct_k_nn_adaptive_avg_pool2d_backward), "adaptive_avg_pool2d_backward",
                        grad_in, grad_out, g, in_items(g));
@@ -138,7 +137,7 @@ ct_status ct_gpu_adaptive_avg_pool2d_backward(const ct_kview *grad_in, const ct_
 
 /* ---- batch norm ------------------------------------------------------------------------- */
 
-ct_status ct_gpu_batch_norm_stats(const ct_kview *mean, const ct_kview *var, const ct_kview *in,
+static ct_status ct_gpu_batch_norm_stats(const ct_kview *mean, const ct_kview *var, const ct_kview *in,
                               int64_t n, int64_t c, int64_t s) {
     CT_TRY(check_dtype(in, "batch_norm"));
     buf_arg m = buf_of(mean), v = buf_of(var), x = buf_of(in);
@@ -148,7 +147,7 @@ ct_status ct_gpu_batch_norm_stats(const ct_kview *mean, const ct_kview *var, con
     return launch_groups(in, CT_KID(ct_k_nn_bn_stats), args, NARGS(args), c);
 }
 
-ct_status ct_gpu_batch_norm_apply(const ct_kview *out, const ct_kview *in, const ct_kview *mean,
+static ct_status ct_gpu_batch_norm_apply(const ct_kview *out, const ct_kview *in, const ct_kview *mean,
                               const ct_kview *invstd, const ct_kview *weight, const ct_kview *bias,
                               int64_t n, int64_t c, int64_t s) {
     CT_TRY(check_dtype(in, "batch_norm"));
@@ -162,7 +161,7 @@ ct_status ct_gpu_batch_norm_apply(const ct_kview *out, const ct_kview *in, const
     return launch_items(in, CT_KID(ct_k_nn_bn_apply), args, NARGS(args), n * c * s);
 }
 
-ct_status ct_gpu_batch_norm_backward_reduce(const ct_kview *sum_dy, const ct_kview *sum_dy_xmu,
+static ct_status ct_gpu_batch_norm_backward_reduce(const ct_kview *sum_dy, const ct_kview *sum_dy_xmu,
                                         const ct_kview *grad_out, const ct_kview *in,
                                         const ct_kview *mean, int64_t n, int64_t c, int64_t s) {
     CT_TRY(check_dtype(in, "batch_norm_backward"));
@@ -174,7 +173,7 @@ ct_status ct_gpu_batch_norm_backward_reduce(const ct_kview *sum_dy, const ct_kvi
     return launch_groups(in, CT_KID(ct_k_nn_bn_backward_reduce), args, NARGS(args), c);
 }
 
-ct_status ct_gpu_batch_norm_backward_apply(const ct_kview *grad_in, const ct_kview *grad_out,
+static ct_status ct_gpu_batch_norm_backward_apply(const ct_kview *grad_in, const ct_kview *grad_out,
                                        const ct_kview *in, const ct_kview *mean,
                                        const ct_kview *invstd, const ct_kview *weight,
                                        const ct_kview *sum_dy, const ct_kview *sum_dy_xmu,
@@ -194,7 +193,7 @@ ct_status ct_gpu_batch_norm_backward_apply(const ct_kview *grad_in, const ct_kvi
 
 /* ---- layer norm ------------------------------------------------------------------------- */
 
-ct_status ct_gpu_layer_norm(const ct_kview *out, const ct_kview *mean, const ct_kview *rstd,
+static ct_status ct_gpu_layer_norm(const ct_kview *out, const ct_kview *mean, const ct_kview *rstd,
                                 const ct_kview *in, const ct_kview *weight, const ct_kview *bias,
                                 int64_t rows, int64_t cols, double eps) {
     CT_TRY(check_dtype(in, "layer_norm"));
@@ -209,7 +208,7 @@ ct_status ct_gpu_layer_norm(const ct_kview *out, const ct_kview *mean, const ct_
     return launch_groups(in, CT_KID(ct_k_nn_layer_norm), args, NARGS(args), rows);
 }
 
-ct_status ct_gpu_layer_norm_backward(const ct_kview *grad_in, const ct_kview *grad_out,
+static ct_status ct_gpu_layer_norm_backward(const ct_kview *grad_in, const ct_kview *grad_out,
                                          const ct_kview *in, const ct_kview *mean, const ct_kview *rstd,
                                          const ct_kview *weight, int64_t rows, int64_t cols) {
     CT_TRY(check_dtype(in, "layer_norm_backward"));
@@ -222,7 +221,7 @@ ct_status ct_gpu_layer_norm_backward(const ct_kview *grad_in, const ct_kview *gr
     return launch_groups(in, CT_KID(ct_k_nn_layer_norm_backward), args, NARGS(args), rows);
 }
 
-ct_status ct_gpu_layer_norm_backward_params(const ct_kview *grad_weight, const ct_kview *grad_bias,
+static ct_status ct_gpu_layer_norm_backward_params(const ct_kview *grad_weight, const ct_kview *grad_bias,
                                                 const ct_kview *grad_out, const ct_kview *in,
                                                 const ct_kview *mean, const ct_kview *rstd, int64_t rows,
                                                 int64_t cols) {
@@ -238,7 +237,7 @@ ct_status ct_gpu_layer_norm_backward_params(const ct_kview *grad_weight, const c
 
 /* ---- dropout and embedding -------------------------------------------------------------- */
 
-ct_status ct_gpu_dropout_mask(const ct_kview *mask, uint64_t seed, uint64_t offset,
+static ct_status ct_gpu_dropout_mask(const ct_kview *mask, uint64_t seed, uint64_t offset,
                                   uint32_t keep_threshold) {
     buf_arg m = buf_of(mask);
     int64_t n = ct_gpu_meta_of(mask).numel;
@@ -247,7 +246,7 @@ ct_status ct_gpu_dropout_mask(const ct_kview *mask, uint64_t seed, uint64_t offs
     return launch_items(mask, CT_KID(ct_k_nn_dropout_mask), args, NARGS(args), n);
 }
 
-ct_status ct_gpu_masked_scale(const ct_kview *out, const ct_kview *in, const ct_kview *mask,
+static ct_status ct_gpu_masked_scale(const ct_kview *out, const ct_kview *in, const ct_kview *mask,
                                   double scale) {
     CT_TRY(check_dtype(in, "dropout"));
     buf_arg o = buf_of(out), x = buf_of(in), m = buf_of(mask);
@@ -259,7 +258,7 @@ ct_status ct_gpu_masked_scale(const ct_kview *out, const ct_kview *in, const ct_
     return launch_items(in, CT_KID(ct_k_nn_masked_scale), args, NARGS(args), n);
 }
 
-ct_status ct_gpu_embedding_backward(const ct_kview *grad_weight, const ct_kview *grad_out,
+static ct_status ct_gpu_embedding_backward(const ct_kview *grad_weight, const ct_kview *grad_out,
                                         const ct_kview *offsets, const ct_kview *positions,
                                         int64_t padding_idx) {
     CT_TRY(check_dtype(grad_out, "embedding_backward"));

@@ -6,8 +6,9 @@
  *
  * One ct_stream is one cl_command_queue; the op entries enqueue on the
  * current stream of their device (ct_cl_queue) and return without waiting.
- * Kernels and their launch helpers live in cl_program.c, the data-movement
- * ops in cl_data.c and the math ops in cl_ops.c/cl_reduce.c.
+ * Kernels are built in cl_program.c and launched through the device table
+ * of cl_ops.c; the ops are the shared GPU layer's (src/backends/gpu/), with
+ * CLBlast's GEMM from cl_blas.c.
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdio.h>
@@ -20,7 +21,7 @@
 #include "cl_ops.h"
 #include "core/runtime.h"
 
-/* Implemented in cl_data.c. */
+/* Implemented in cl_blas.c. */
 ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
 
 /* ---- enumeration ------------------------------------------------------------------ */
@@ -694,13 +695,31 @@ static void cl_host_free(void *ptr) {
     free(b);
 }
 
-/* ---- the table ---------------------------------------------------------------------------- */
+/* ---- the tables --------------------------------------------------------------------------- */
+
+/* A device without cl_khr_fp64 gets no double kernels: every float64 op
+ * declines there. */
+static bool cl_supports(int dev, const char *op, ct_dtype dtype) {
+    (void)op;
+    return dtype != CT_FLOAT64 || ct_clops_has_fp64(dev);
+}
+
+/* The shared GPU table, with CLBlast's matmul and the fp64 query over it. */
+static ct_backend_ops g_cl_ops;
+
+static void cl_prepare(void) {
+    g_cl_ops = ct_gpu_ops;
+    g_cl_ops.matmul = ct_cl_matmul;
+    g_cl_ops.supports = cl_supports;
+}
 
 const ct_backend ct_opencl_backend = {
     .api_version = CT_BACKEND_API_VERSION,
     .name = "opencl",
     .type = CT_DEVICE_OPENCL,
     .gpu = &ct_cl_gpu,
+    .prepare = cl_prepare,
+    .ops = &g_cl_ops,
     .device_count = cl_device_count,
     .device_name = cl_device_name,
     .device_properties = cl_device_properties,
@@ -709,18 +728,6 @@ const ct_backend ct_opencl_backend = {
     .free = cl_free,
     .write = cl_write,
     .read = cl_read,
-    .copy = ct_gpu_copy,
-    .fill = ct_gpu_fill,
-    .arange = ct_gpu_arange,
-    .random = ct_gpu_random,
-    .unary = ct_gpu_unary,
-    .binary = ct_gpu_binary,
-    .where = ct_gpu_where,
-    .reduce = ct_gpu_reduce,
-    .matmul = ct_cl_matmul,
-    .softmax = ct_gpu_softmax,
-    .index_select = ct_gpu_index_select,
-    .gather = ct_gpu_gather,
     .uses_caching_allocator = true,
     .mem_get_info = cl_mem_get_info,
     .stream_create = cl_stream_create,
@@ -739,7 +746,4 @@ const ct_backend ct_opencl_backend = {
     .read_async = cl_read_async,
     .host_alloc = cl_host_alloc,
     .host_free = cl_host_free,
-    .conv = &ct_gpu_conv_ops,
-    .loss = &ct_gpu_loss_ops,
-    .nn = &ct_gpu_nn_ops,
 };

@@ -1,6 +1,6 @@
 /*
  * cl_device.h — the per-device state of the OpenCL backend (internal to
- * cl_backend.c, cl_program.c and cl_data.c; op files use cl_internal.h).
+ * cl_backend.c, cl_program.c and cl_blas.c; op files use cl_internal.h).
  *
  * Devices are enumerated once from every installed platform. A device's
  * context, default queue, compiled program and kernels are created on first
