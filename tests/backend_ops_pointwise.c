@@ -3,7 +3,8 @@
  * harness: every unary op, every binary op (broadcasting, mixed dtypes,
  * alpha), the scalar forms and where, on each device against the CPU.
  * Included by tests/test_backend_ops.c (after backend_ops_compare.c, before
- * its table, whose rows are BO_POINTWISE_CASES); not a test of its own.
+ * its table, whose rows are made from the .def lines and BO_POINTWISE_CASES);
+ * not a test of its own.
  *
  * Inputs have every shape of variant_shape (0-dim to 100,000+ elements) and
  * every layout, with NaN/±inf/±0 in half the variants. Results are compared
@@ -13,17 +14,16 @@
  */
 #include "core/backend.h" /* the op enums: one row per op value */
 
+/* ct_<fn> of every unary op whose function is made from its .def line; the
+ * ones with parameters (api HAND) are called in run_unary. */
 typedef ct_tensor *(*unary_fn)(const ct_tensor *);
-static ct_tensor *do_leaky(const ct_tensor *a) { return ct_leaky_relu(a, 0.2); }
-
-static unary_fn unary_function(int op) {
-    static const unary_fn fns[CT_UN_COUNT_] = {
-        ct_neg, ct_abs, ct_sign, ct_square, ct_exp, ct_expm1, ct_log, ct_log1p, ct_log2, ct_sqrt,
-        ct_rsqrt, ct_reciprocal, ct_sin, ct_cos, ct_tanh, ct_sigmoid, ct_relu, ct_gelu,
-        ct_gelu_tanh, ct_silu, ct_softplus, ct_erf, ct_floor, ct_ceil, ct_round, ct_trunc,
-        ct_isnan, ct_isinf, ct_isfinite, ct_logical_not, do_leaky, NULL, ct_hardswish};
-    return fns[op];
-}
+#define BO_UNARY_FN_API(fn) ct_##fn
+#define BO_UNARY_FN_HAND(fn) NULL
+static const unary_fn g_unary_fns[CT_UN_COUNT_] = {
+#define CT_UNARY_OP(code, fn, name, node, api, flags) [CT_UN_##code] = BO_UNARY_FN_##api(fn),
+#include "kernels/unary_ops.def"
+#undef CT_UNARY_OP
+};
 
 static void run_unary(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
                       ct_tensor **out, char *desc, size_t dn) {
@@ -38,22 +38,20 @@ static void run_unary(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device
         snprintf(desc + strlen(desc), dn - strlen(desc), ", clamp(%g, %g)", b[0], b[1]);
         return;
     }
-    out[0] = unary_function(c->op)(x);
+    out[0] = c->op == CT_UN_LEAKY_RELU ? ct_leaky_relu(x, 0.2) : g_unary_fns[c->op](x);
 }
 
 typedef ct_tensor *(*binary_fn)(const ct_tensor *, const ct_tensor *);
-static binary_fn binary_function(int op) {
-    static const binary_fn fns[CT_BIN_COUNT_] = {
-        ct_add, ct_sub, ct_mul, ct_div, ct_floor_divide, ct_remainder, ct_pow, ct_maximum,
-        ct_minimum, ct_atan2, ct_eq, ct_ne, ct_lt, ct_le, ct_gt, ct_ge, ct_logical_and,
-        ct_logical_or, ct_logical_xor};
-    return fns[op];
-}
+static const binary_fn g_binary_fns[CT_BIN_COUNT_] = {
+#define CT_BINARY_OP(code, fn, name, node, flags) [CT_BIN_##code] = ct_##fn,
+#include "kernels/binary_ops.def"
+#undef CT_BINARY_OP
+};
 
 /* Divisors of integer divisions avoid 0, except in every fourth variant,
  * which checks that the device reports the division by zero as the CPU. */
 static bo_range divisor_range(const bo_case *c, int v) {
-    bool division = c->op == CT_BIN_FLOOR_DIV || c->op == CT_BIN_REMAINDER;
+    bool division = (ct_binary_facts_of((ct_binary_op)c->op)->flags & CT_OPF_INT_DIVISION) != 0;
     return division && v % 4 != 3 ? BO_NONZERO : vrange(c->range, v);
 }
 
@@ -76,7 +74,7 @@ static void run_binary(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
     describe(desc, dn, "a", pattern == 4 ? sb : s, pattern == 4 ? lb : la);
     describe(desc, dn, "b", pattern == 4 ? s : sb, pattern == 4 ? la : lb);
     if (dtb != dt) snprintf(desc + strlen(desc), dn - strlen(desc), " (%s)", ct_dtype_name(dtb));
-    out[0] = c->op == -1 ? ct_add_scaled(a, b, c->p0) : binary_function(c->op)(a, b);
+    out[0] = c->op == -1 ? ct_add_scaled(a, b, c->p0) : g_binary_fns[c->op](a, b);
 }
 
 typedef ct_tensor *(*scalar_fn)(const ct_tensor *, double);
@@ -166,20 +164,27 @@ static bool negative_integer_power(const bo_case *c, ct_dtype dt, int v) {
     return !ct_dtype_is_floating(dt) && v % 7 == 6;
 }
 
-#define UN(n_, op_, range_, dts_) \
-    {.name = n_, .family = "unary", .run = run_unary, .op = op_, .range = range_, \
-     .tol = BO_TOL_EW, .dtypes = dts_}
-#define BIN(n_, op_, range_, dts_) \
-    {.name = n_, .family = "binary", .run = run_binary, .op = op_, .range = range_, \
-     .tol = BO_TOL_EW, .dtypes = dts_}
-/* Ops that pick between equal values: of -0 and +0 (equal) either may be
- * returned (IEEE leaves fmax/fmin's choice open, PyTorch documents none). */
-#define UN_ANY_ZERO(n_, op_, dts_) \
-    {.name = n_, .family = "unary", .run = run_unary, .op = op_, .range = BO_DEFAULT, \
-     .tol = BO_TOL_EW, .dtypes = dts_, .flags = BO_ANY_ZERO_SIGN}
-#define BIN_ANY_ZERO(n_, op_) \
-    {.name = n_, .family = "binary", .run = run_binary, .op = op_, .range = BO_DEFAULT, \
-     .tol = BO_TOL_EW, .dtypes = BO_DT_ALL, .flags = BO_ANY_ZERO_SIGN}
+/* The rows of the elementwise ops, made from their .def lines (the
+ * BO_UNARY_ROWS / BO_BINARY_ROWS includes of test_backend_ops.c), so a new
+ * op is covered without a row of its own. From the flags: the dtypes
+ * (bool refused: no bool; neither a floating function nor integer kernels:
+ * floats only), the inputs (positive, tame), and whether either sign of a
+ * zero result is right (ops that pick between equal values: of -0 and +0
+ * either may be returned; IEEE leaves fmax/fmin's choice open). */
+#define BO_OPF_DTYPES(f)                                                                            \
+    ((f) & CT_OPF_NO_BOOL ? BO_DT_NOBOOL                                                            \
+                          : ((f) & (CT_OPF_FLOATING | CT_OPF_INT_KERNEL)) ? BO_DT_ALL : BO_DT_FLOAT)
+#define BO_OPF_RANGE(f) ((f) & CT_OPF_POSITIVE ? BO_POSITIVE : (f) & CT_OPF_TAME ? BO_TAME : BO_DEFAULT)
+#define BO_OPF_FLAGS(f) ((f) & CT_OPF_ANY_ZERO_SIGN ? BO_ANY_ZERO_SIGN : 0)
+#define BO_UNARY_ROW(code, fn, msg_name, node, api, f)                                                  \
+    {.name = #fn, .family = "unary", .run = run_unary, .op = CT_UN_##code, .range = BO_OPF_RANGE(f), \
+     .tol = BO_TOL_EW, .dtypes = BO_OPF_DTYPES(f), .flags = BO_OPF_FLAGS(f)},
+/* binary ops have integer kernels for every dtype */
+#define BO_BINARY_ROW(code, fn, msg_name, node, f)                                                       \
+    {.name = #fn, .family = "binary", .run = run_binary, .op = CT_BIN_##code,                        \
+     .range = BO_OPF_RANGE(f), .tol = BO_TOL_EW,                                                     \
+     .dtypes = (f) & CT_OPF_NO_BOOL ? BO_DT_NOBOOL : BO_DT_ALL, .flags = BO_OPF_FLAGS(f),            \
+     .deliberate_error = (f) & CT_OPF_INT_DIVISION ? division_by_zero : NULL},
 #define SCALAR(n_, k_, dts_) \
     {.name = n_, .family = "scalar", .run = run_scalar, .op = k_, .range = BO_DEFAULT, \
      .tol = BO_TOL_EW, .dtypes = dts_}
@@ -188,67 +193,9 @@ static bool negative_integer_power(const bo_case *c, ct_dtype dt, int v) {
     {.name = n_, .family = "inplace", .run = run_inplace, .op = k_, .range = BO_DEFAULT, \
      .tol = BO_TOL_EW, .dtypes = dts_, .flags = BO_ANY_ZERO_SIGN}
 
-/* Bool has no arithmetic negation, subtraction, power or rounding
- * (PyTorch rejects them); leaky_relu and add with a fractional alpha need
- * floats. */
+/* Besides the rows made from the .def lines: add with alpha (needs floats
+ * for a fractional one) and mixed dtypes, the scalar forms, where. */
 #define BO_POINTWISE_CASES                                                                         \
-    UN("neg", CT_UN_NEG, BO_DEFAULT, BO_DT_NOBOOL),                                                \
-    UN("abs", CT_UN_ABS, BO_DEFAULT, BO_DT_NOBOOL),                                                \
-    UN("sign", CT_UN_SIGN, BO_DEFAULT, BO_DT_ALL),                                                 \
-    UN("square", CT_UN_SQUARE, BO_DEFAULT, BO_DT_ALL),                                             \
-    UN("exp", CT_UN_EXP, BO_DEFAULT, BO_DT_ALL),                                                   \
-    UN("expm1", CT_UN_EXPM1, BO_DEFAULT, BO_DT_ALL),                                               \
-    UN("log", CT_UN_LOG, BO_POSITIVE, BO_DT_ALL),                                                  \
-    UN("log1p", CT_UN_LOG1P, BO_POSITIVE, BO_DT_ALL),                                              \
-    UN("log2", CT_UN_LOG2, BO_POSITIVE, BO_DT_ALL),                                                \
-    UN("sqrt", CT_UN_SQRT, BO_POSITIVE, BO_DT_ALL),                                                \
-    UN("rsqrt", CT_UN_RSQRT, BO_POSITIVE, BO_DT_ALL),                                              \
-    UN("reciprocal", CT_UN_RECIPROCAL, BO_DEFAULT, BO_DT_ALL),                                     \
-    UN("sin", CT_UN_SIN, BO_DEFAULT, BO_DT_ALL),                                                   \
-    UN("cos", CT_UN_COS, BO_DEFAULT, BO_DT_ALL),                                                   \
-    UN("tanh", CT_UN_TANH, BO_DEFAULT, BO_DT_ALL),                                                 \
-    UN("sigmoid", CT_UN_SIGMOID, BO_DEFAULT, BO_DT_ALL),                                           \
-    UN_ANY_ZERO("relu", CT_UN_RELU, BO_DT_NOBOOL),                                                 \
-    UN("gelu", CT_UN_GELU, BO_DEFAULT, BO_DT_ALL),                                                 \
-    UN("gelu_tanh", CT_UN_GELU_TANH, BO_DEFAULT, BO_DT_ALL),                                       \
-    UN("silu", CT_UN_SILU, BO_DEFAULT, BO_DT_ALL),                                                 \
-    UN("softplus", CT_UN_SOFTPLUS, BO_DEFAULT, BO_DT_ALL),                                         \
-    UN("erf", CT_UN_ERF, BO_DEFAULT, BO_DT_ALL),                                                   \
-    UN("floor", CT_UN_FLOOR, BO_DEFAULT, BO_DT_NOBOOL),                                            \
-    UN("ceil", CT_UN_CEIL, BO_DEFAULT, BO_DT_NOBOOL),                                              \
-    UN("round", CT_UN_ROUND, BO_DEFAULT, BO_DT_NOBOOL),                                            \
-    UN("trunc", CT_UN_TRUNC, BO_DEFAULT, BO_DT_NOBOOL),                                            \
-    UN("isnan", CT_UN_ISNAN, BO_DEFAULT, BO_DT_ALL),                                               \
-    UN("isinf", CT_UN_ISINF, BO_DEFAULT, BO_DT_ALL),                                               \
-    UN("isfinite", CT_UN_ISFINITE, BO_DEFAULT, BO_DT_ALL),                                         \
-    UN("logical_not", CT_UN_LOGICAL_NOT, BO_DEFAULT, BO_DT_ALL),                                   \
-    UN_ANY_ZERO("leaky_relu", CT_UN_LEAKY_RELU, BO_DT_FLOAT),                                      \
-    UN_ANY_ZERO("clamp", CT_UN_CLAMP, BO_DT_ALL),                                                  \
-    UN("hardswish", CT_UN_HARDSWISH, BO_DEFAULT, BO_DT_FLOAT),                                     \
-                                                                                                   \
-    BIN("add", CT_BIN_ADD, BO_DEFAULT, BO_DT_ALL),                                                 \
-    BIN("sub", CT_BIN_SUB, BO_DEFAULT, BO_DT_NOBOOL),                                              \
-    BIN("mul", CT_BIN_MUL, BO_DEFAULT, BO_DT_ALL),                                                 \
-    BIN("div", CT_BIN_DIV, BO_DEFAULT, BO_DT_ALL),                                                 \
-    {.name = "floor_divide", .family = "binary", .run = run_binary, .op = CT_BIN_FLOOR_DIV,        \
-     .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_NOBOOL,                                \
-     .deliberate_error = division_by_zero},                                                        \
-    {.name = "remainder", .family = "binary", .run = run_binary, .op = CT_BIN_REMAINDER,           \
-     .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_NOBOOL,                                \
-     .deliberate_error = division_by_zero},                                                        \
-    BIN("pow", CT_BIN_POW, BO_TAME, BO_DT_NOBOOL),                                                 \
-    BIN_ANY_ZERO("maximum", CT_BIN_MAXIMUM),                                                       \
-    BIN_ANY_ZERO("minimum", CT_BIN_MINIMUM),                                                       \
-    BIN("atan2", CT_BIN_ATAN2, BO_DEFAULT, BO_DT_ALL),                                             \
-    BIN("eq", CT_BIN_EQ, BO_DEFAULT, BO_DT_ALL),                                                   \
-    BIN("ne", CT_BIN_NE, BO_DEFAULT, BO_DT_ALL),                                                   \
-    BIN("lt", CT_BIN_LT, BO_DEFAULT, BO_DT_ALL),                                                   \
-    BIN("le", CT_BIN_LE, BO_DEFAULT, BO_DT_ALL),                                                   \
-    BIN("gt", CT_BIN_GT, BO_DEFAULT, BO_DT_ALL),                                                   \
-    BIN("ge", CT_BIN_GE, BO_DEFAULT, BO_DT_ALL),                                                   \
-    BIN("logical_and", CT_BIN_LOGICAL_AND, BO_DEFAULT, BO_DT_ALL),                                 \
-    BIN("logical_or", CT_BIN_LOGICAL_OR, BO_DEFAULT, BO_DT_ALL),                                   \
-    BIN("logical_xor", CT_BIN_LOGICAL_XOR, BO_DEFAULT, BO_DT_ALL),                                 \
     {.name = "add_scaled", .family = "binary", .run = run_binary, .op = -1, .p0 = 2.5,             \
      .range = BO_DEFAULT, .tol = BO_TOL_EW, .dtypes = BO_DT_FLOAT},                                \
     {.name = "add_mixed", .family = "binary", .run = run_binary, .op = CT_BIN_ADD, .p0 = 1,        \

@@ -56,32 +56,47 @@ typedef struct ct_kview {
  * sub compute a + alpha * b and a - alpha * b. Comparisons, logical ops,
  * isnan/isinf/isfinite and logical_not return bool (ct_*_facts_of). */
 typedef enum ct_unary_op {
-#define CT_UNARY_OP(name) CT_UN_##name,
+#define CT_UNARY_OP(code, ...) CT_UN_##code,
 #include "kernels/unary_ops.def"
 #undef CT_UNARY_OP
     CT_UN_COUNT_
 } ct_unary_op;
 
 typedef enum ct_binary_op {
-#define CT_BINARY_OP(name) CT_BIN_##name,
+#define CT_BINARY_OP(code, ...) CT_BIN_##code,
 #include "kernels/binary_ops.def"
 #undef CT_BINARY_OP
     CT_BIN_COUNT_
 } ct_binary_op;
 
-/* The facts of an elementwise op (core/op_facts.c: one row per op, read by
- * the front-ends, every backend, the autograd rules and the tests). */
+/* The flags column of unary_ops.def / binary_ops.def. */
+enum {
+    CT_OPF_FLOATING = 1 << 0,       /* a floating function: integer inputs give the default float */
+    CT_OPF_INT_KERNEL = 1 << 1,     /* kernels exist for integer dtypes (and bool) */
+    CT_OPF_BOOL_RESULT = 1 << 2,    /* returns bool (isnan, comparisons, logical ops) */
+    CT_OPF_NO_BOOL = 1 << 3,        /* refuses bool inputs, as PyTorch does */
+    CT_OPF_POSITIVE = 1 << 4,       /* defined for positive inputs (tests draw those) */
+    CT_OPF_ANY_ZERO_SIGN = 1 << 5,  /* the sign of a zero result is unspecified */
+    CT_OPF_INT_DIVISION = 1 << 6,   /* integer division: a zero divisor is an error */
+    CT_OPF_TAME = 1 << 7            /* results overflow easily: tests draw small inputs */
+};
+
+/* The facts of an elementwise op (core/op_facts.c makes them from the .def
+ * lines; read by the front-ends, every backend, the autograd rules and the
+ * tests). */
 typedef struct ct_unary_facts {
     const char *name;       /* "exp", as messages name it */
     const char *node;       /* autograd node ("ExpBackward0"); NULL: not differentiable */
-    bool floating;          /* a floating function: integer inputs give the default float */
-    bool integer_kernel;    /* kernels exist for integer dtypes (and bool) */
-    bool bool_result;       /* returns bool (isnan, logical_not) */
+    bool floating;          /* CT_OPF_FLOATING */
+    bool integer_kernel;    /* CT_OPF_INT_KERNEL */
+    bool bool_result;       /* CT_OPF_BOOL_RESULT */
+    unsigned flags;         /* all of them */
 } ct_unary_facts;
 typedef struct ct_binary_facts {
     const char *name;
     const char *node;
     bool bool_result;       /* comparisons and logical ops */
+    unsigned flags;
 } ct_binary_facts;
 /* Never NULL: an unknown op gets a row named "unary"/"binary". */
 const ct_unary_facts *ct_unary_facts_of(ct_unary_op op);

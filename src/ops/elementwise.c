@@ -98,10 +98,6 @@ static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1,
             if (in == CT_BOOL)
                 return ct_error_set(CT_ERR_DTYPE, "relu: Boolean inputs not supported for relu");
             break;
-        case CT_UN_ABS: case CT_UN_FLOOR: case CT_UN_CEIL: case CT_UN_ROUND: case CT_UN_TRUNC:
-            if (in == CT_BOOL)
-                return not_implemented(name, in);
-            break;
         case CT_UN_SQUARE:
             /* square is pow(x, 2): a bool tensor with an int scalar gives int64 */
             if (in == CT_BOOL)
@@ -116,8 +112,10 @@ static ct_status unary_dtypes(ct_unary_op op, ct_dtype in, double p0, double p1,
         default:
             break;
         }
+        if (in == CT_BOOL && (facts->flags & CT_OPF_NO_BOOL)) /* abs, floor, ceil, round, trunc */
+            return not_implemented(name, in);
     }
-    *out = ct_unary_facts_of(op)->bool_result ? CT_BOOL : *compute;
+    *out = facts->bool_result ? CT_BOOL : *compute;
     return CT_OK;
 }
 
