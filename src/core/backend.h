@@ -69,7 +69,7 @@ typedef enum ct_binary_op {
     CT_BIN_COUNT_
 } ct_binary_op;
 
-/* The flags column of unary_ops.def / binary_ops.def. */
+/* The flags column of unary_ops.def, binary_ops.def and reduce_ops.def. */
 enum {
     CT_OPF_FLOATING = 1 << 0,       /* a floating function: integer inputs give the default float */
     CT_OPF_INT_KERNEL = 1 << 1,     /* kernels exist for integer dtypes (and bool) */
@@ -78,7 +78,10 @@ enum {
     CT_OPF_POSITIVE = 1 << 4,       /* defined for positive inputs (tests draw those) */
     CT_OPF_ANY_ZERO_SIGN = 1 << 5,  /* the sign of a zero result is unspecified */
     CT_OPF_INT_DIVISION = 1 << 6,   /* integer division: a zero divisor is an error */
-    CT_OPF_TAME = 1 << 7            /* results overflow easily: tests draw small inputs */
+    CT_OPF_TAME = 1 << 7,           /* results overflow easily: tests draw small inputs */
+    CT_OPF_EXTREME = 1 << 8,        /* reductions: picks an element (no identity, no empty rows) */
+    CT_OPF_INDEX_RESULT = 1 << 9,   /* reductions: returns int64 indices */
+    CT_OPF_INT_WIDENS = 1 << 10     /* reductions: integer inputs accumulate into int64 */
 };
 
 /* The facts of an elementwise op (core/op_facts.c makes them from the .def
@@ -102,13 +105,22 @@ typedef struct ct_binary_facts {
 const ct_unary_facts *ct_unary_facts_of(ct_unary_op op);
 const ct_binary_facts *ct_binary_facts_of(ct_binary_op op);
 
+/* Reductions, numbered from src/kernels/reduce_ops.def as the kernels
+ * number them. MAX/MIN: out_index (int64) optional, first occurrence;
+ * ARGMAX/ARGMIN: out is int64; VAR: param = correction (std is its sqrt). */
 typedef enum ct_reduce_op {
-    CT_RED_SUM, CT_RED_PROD, CT_RED_MEAN,
-    CT_RED_MAX, CT_RED_MIN,       /* out_index (int64) optional: first occurrence */
-    CT_RED_ARGMAX, CT_RED_ARGMIN, /* out is int64 */
-    CT_RED_VAR,                   /* param = correction; std is sqrt of it */
+#define CT_REDUCE_OP(code, ...) CT_RED_##code,
+#include "kernels/reduce_ops.def"
+#undef CT_REDUCE_OP
     CT_RED_COUNT_
 } ct_reduce_op;
+
+typedef struct ct_reduce_facts {
+    const char *name;       /* "amax", as messages name it */
+    unsigned flags;         /* CT_OPF_EXTREME, CT_OPF_INDEX_RESULT, CT_OPF_INT_WIDENS, CT_OPF_FLOATING */
+} ct_reduce_facts;
+/* Never NULL: an unknown op gets a row named "reduce". */
+const ct_reduce_facts *ct_reduce_facts_of(ct_reduce_op op);
 
 typedef enum ct_random_kind {
     CT_RAND_UNIFORM,              /* [a, b) */

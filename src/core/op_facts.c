@@ -1,6 +1,7 @@
 /*
  * op_facts.c — the facts of every elementwise op as a table, made from the
- * lines of src/kernels/unary_ops.def and binary_ops.def: its name (for
+ * lines of src/kernels/unary_ops.def, binary_ops.def and reduce_ops.def:
+ * its name (for
  * messages), its autograd node (PyTorch's name, NULL when it is not
  * differentiable) and its CT_OPF_* flags (a floating function, integer
  * kernels, a bool result, bool inputs refused, ...). The front-ends' dtype
@@ -25,8 +26,15 @@ static const ct_binary_facts k_binary[CT_BIN_COUNT_] = {
 #undef CT_BINARY_OP
 };
 
+static const ct_reduce_facts k_reduce[CT_RED_COUNT_] = {
+#define CT_REDUCE_OP(code, name, flags) [CT_RED_##code] = {name, (flags)},
+#include "kernels/reduce_ops.def"
+#undef CT_REDUCE_OP
+};
+
 static const ct_unary_facts k_unary_unknown = {"unary", NULL, false, false, false, 0};
 static const ct_binary_facts k_binary_unknown = {"binary", NULL, false, 0};
+static const ct_reduce_facts k_reduce_unknown = {"reduce", 0};
 
 const ct_unary_facts *ct_unary_facts_of(ct_unary_op op) {
     return (unsigned)op < CT_UN_COUNT_ && k_unary[op].name ? &k_unary[op] : &k_unary_unknown;
@@ -34,4 +42,8 @@ const ct_unary_facts *ct_unary_facts_of(ct_unary_op op) {
 
 const ct_binary_facts *ct_binary_facts_of(ct_binary_op op) {
     return (unsigned)op < CT_BIN_COUNT_ && k_binary[op].name ? &k_binary[op] : &k_binary_unknown;
+}
+
+const ct_reduce_facts *ct_reduce_facts_of(ct_reduce_op op) {
+    return (unsigned)op < CT_RED_COUNT_ && k_reduce[op].name ? &k_reduce[op] : &k_reduce_unknown;
 }

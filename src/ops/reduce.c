@@ -22,22 +22,10 @@
  * a call per group of kept dims. */
 #define CT_REDUCE_MIN_WORK_PER_CALL 4096
 
-const char *cti_reduce_name(ct_reduce_op op) {
-    switch (op) {
-    case CT_RED_SUM: return "sum";
-    case CT_RED_PROD: return "prod";
-    case CT_RED_MEAN: return "mean";
-    case CT_RED_MAX: return "amax";
-    case CT_RED_MIN: return "amin";
-    case CT_RED_ARGMAX: return "argmax";
-    case CT_RED_ARGMIN: return "argmin";
-    case CT_RED_VAR: return "var";
-    default: return "reduce";
-    }
-}
+const char *cti_reduce_name(ct_reduce_op op) { return ct_reduce_facts_of(op)->name; }
 
 static bool is_extreme(ct_reduce_op op) {
-    return op == CT_RED_MAX || op == CT_RED_MIN || op == CT_RED_ARGMAX || op == CT_RED_ARGMIN;
+    return (ct_reduce_facts_of(op)->flags & CT_OPF_EXTREME) != 0;
 }
 
 /* What one reduction call asks for; `name` is the op as the user called it
@@ -113,8 +101,9 @@ static bool check_nonempty(const reduce_req *q, const ct_tensor *a, const bool *
 }
 
 static ct_dtype output_dtype(ct_reduce_op op, ct_dtype in) {
-    if (op == CT_RED_ARGMAX || op == CT_RED_ARGMIN) return CT_INT64;
-    if ((op == CT_RED_SUM || op == CT_RED_PROD) && !ct_dtype_is_floating(in)) return CT_INT64;
+    const unsigned flags = ct_reduce_facts_of(op)->flags;
+    if (flags & CT_OPF_INDEX_RESULT) return CT_INT64;
+    if ((flags & CT_OPF_INT_WIDENS) && !ct_dtype_is_floating(in)) return CT_INT64;
     return in;
 }
 
