@@ -12,9 +12,9 @@
  *    k_barrier();
  *  - fixed-width types k_uchar … k_ulong, and K_HAS_FP64 with k_acc, the
  *    widest float type of the device (double when it has fp64);
- *  - ct_kmeta (the metadata of a strided tensor, same layout as ct_gpu_meta
- *    in src/backends/gpu/gpu.h) and k_offset, the element offset
- *    of a flat row-major index;
+ *  - the kernels' argument structs (kargs.h, shared with the host: ct_kmeta,
+ *    the metadata of a strided tensor, and one per op family) and k_offset,
+ *    the element offset of a flat row-major index;
  *  - bit-exact float16/bfloat16 conversions (same results as dtype.c);
  *  - loads and stores of any storage dtype as float, double or long with
  *    exactly the conversion rules of the CPU backend (cpu_internal.h:
@@ -123,18 +123,8 @@ K_FUNC int k_dtype_is_floating(int dt) { return dt >= CT_K_FLOAT32 && dt <= CT_K
 
 /* ---- strided tensors ---------------------------------------------------- */
 
-#define CT_K_MAX_DIMS 8
-
-/* Passed by value; the host's twin is ct_gpu_meta (src/backends/gpu/gpu.h,
- * whose static asserts pin the layout). Strides and offset count elements. */
-typedef struct ct_kmeta {
-    k_long shape[CT_K_MAX_DIMS];
-    k_long strides[CT_K_MAX_DIMS];
-    k_long offset;
-    k_long ndim;
-    k_long numel;
-    k_long dtype;
-} ct_kmeta;
+/* ct_kmeta and the other argument structs, shared with the host. */
+#include "kargs.h"
 
 /* Element offset (from the buffer start) of flat row-major index i. The host
  * merges dimensions that are contiguous in every operand, so the common

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "core/backend.h"
+#include "kernels/kargs.h" /* the kernels' argument structs */
 #include "core/error.h"
 
 /* Kernel ids: CT_KID(ct_k_unary_f). */
@@ -80,15 +81,9 @@ const ct_gpu_device *ct_gpu_of(const ct_kview *v);
 
 /* ---- kernel metadata (the ct_kmeta of src/kernels/kdefs.h, host side) ---- */
 
-#define CT_GPU_MAX_DIMS 8
-typedef struct ct_gpu_meta {
-    int64_t shape[CT_GPU_MAX_DIMS];
-    int64_t strides[CT_GPU_MAX_DIMS];
-    int64_t offset;
-    int64_t ndim;
-    int64_t numel;
-    int64_t dtype;
-} ct_gpu_meta;
+#define CT_GPU_MAX_DIMS CT_K_MAX_DIMS
+/* The kernels' ct_kmeta (src/kernels/kargs.h, one definition for both sides). */
+typedef ct_kmeta ct_gpu_meta;
 
 /* The metadata of a view as it is (no dimension merging). */
 ct_gpu_meta ct_gpu_meta_of(const ct_kview *v);

@@ -12,19 +12,9 @@
 #include "gpu.h"
 #include "core/backend_conv.h"
 
-/* Same layout as ct_kconv in src/kernels/conv.kh. */
-typedef struct gpu_kconv {
-    int64_t batch, channels, in_h, in_w;
-    int64_t k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
-    int64_t out_h, out_w;
-    int64_t im_off, im_sn, im_sc, im_sh, im_sw;
-    int64_t cols_off;
-    int64_t dtype;
-} gpu_kconv;
-_Static_assert(sizeof(gpu_kconv) == 21 * 8, "gpu_kconv is the kernels' ct_kconv: 64-bit fields only");
 
-static gpu_kconv kconv_of(const ct_conv2d_geom *g, const ct_kview *im, const ct_kview *cols) {
-    gpu_kconv k;
+static ct_kconv kconv_of(const ct_conv2d_geom *g, const ct_kview *im, const ct_kview *cols) {
+    ct_kconv k;
     memset(&k, 0, sizeof k);
     k.batch = g->batch, k.channels = g->channels, k.in_h = g->in_size[0], k.in_w = g->in_size[1];
     k.k_h = g->kernel[0], k.k_w = g->kernel[1];
@@ -42,7 +32,7 @@ static gpu_kconv kconv_of(const ct_conv2d_geom *g, const ct_kview *im, const ct_
 
 /* One work item per element of dst: (dst buffer, src buffer, geometry). */
 static ct_status launch_columns(ct_kernel_id kernel, const ct_kview *dst, const ct_kview *src,
-                                const gpu_kconv *k) {
+                                const ct_kconv *k) {
     const int64_t n = ct_gpu_meta_of(dst).numel;
     if (n == 0) return CT_OK;
     ct_gpu_arg args[] = {CT_GPU_BUF(dst), CT_GPU_BUF(src), CT_GPU_ARG(*k)};
@@ -50,7 +40,7 @@ static ct_status launch_columns(ct_kernel_id kernel, const ct_kview *dst, const 
 }
 
 static ct_status ct_gpu_im2col(const ct_kview *cols, const ct_kview *im, const ct_conv2d_geom *g) {
-    gpu_kconv k = kconv_of(g, im, cols);
+    ct_kconv k = kconv_of(g, im, cols);
     return launch_columns(CT_KID(ct_k_im2col), cols, im, &k);
 }
 
@@ -59,7 +49,7 @@ static ct_status ct_gpu_col2im(const ct_kview *im, const ct_kview *cols, const c
                     "col2im: not implemented for '%s' on %s", ct_dtype_name(im->dtype),
                     ct_device_type_name(im->device_type));
     CT_TRY(ct_gpu_check_fp64(im, im->dtype, "col2im"));
-    gpu_kconv k = kconv_of(g, im, cols);
+    ct_kconv k = kconv_of(g, im, cols);
     return launch_columns(CT_KID(ct_k_col2im), im, cols, &k);
 }
 

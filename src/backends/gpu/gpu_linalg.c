@@ -13,17 +13,9 @@
 
 /* ---- integers: the portable kernel ------------------------------------------------------------- */
 
-/* Same layout as ct_kmm in src/kernels/matmul_int.kh. */
-typedef struct gpu_kmm {
-    int64_t batch, m, n, k;
-    int64_t a_off, a_sb, a_sr, a_sc;
-    int64_t b_off, b_sb, b_sr, b_sc;
-    int64_t c_off;
-    int64_t dtype;
-} gpu_kmm;
 
 static ct_status matmul_int(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
-    gpu_kmm p = {out->shape[0], out->shape[1], out->shape[2], a->shape[2],   a->offset,
+    ct_kmm p = {out->shape[0], out->shape[1], out->shape[2], a->shape[2],   a->offset,
                  a->strides[0], a->strides[1], a->strides[2], b->offset,     b->strides[0],
                  b->strides[1], b->strides[2], out->offset,   (int64_t)out->dtype};
     ct_gpu_arg args[] = {CT_GPU_BUF(out), CT_GPU_BUF(a), CT_GPU_BUF(b), CT_GPU_ARG(p)};

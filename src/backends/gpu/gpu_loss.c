@@ -16,37 +16,8 @@
 #include "gpu.h"
 #include "core/backend_loss.h"
 
-/* Same layout as ct_kloss in loss.kh. */
-typedef struct gpu_kloss {
-    int64_t batch, classes, inner, ignore_index;
-    int64_t in_off, tgt_off, w_off, out_off, aux_off, g_off, g_stride;
-    int64_t in_dtype, out_dtype, g_dtype;
-    int64_t has_w, has_aux, logits;
-} gpu_kloss;
-_Static_assert(sizeof(gpu_kloss) == 17 * 8, "gpu_kloss is the kernels' ct_kloss");
 
-/* Same layout as ct_kpw in loss.kh; operand slots: 0 out / grad_in,
- * 1 grad_target, 2 grad_out, 3 input, 4 target, 5 weight, 6 pos_weight. */
-#define KPW_N 7
-typedef struct gpu_kpw {
-    int64_t shape[CT_GPU_MAX_DIMS];
-    int64_t strides[KPW_N][CT_GPU_MAX_DIMS];
-    int64_t offset[KPW_N];
-    int64_t dtype[KPW_N];
-    int64_t has[KPW_N];
-    int64_t ndim, numel, op, backward;
-} gpu_kpw;
-_Static_assert(sizeof(gpu_kpw) == (8 + KPW_N * 8 + 3 * KPW_N + 4) * 8 && CT_GPU_MAX_DIMS == 8,
-               "gpu_kpw is the kernels' ct_kpw (CT_K_MAX_DIMS 8)");
 
-/* Same layout as ct_koptim in loss.kh. */
-typedef struct gpu_koptim {
-    int64_t n;
-    int64_t p_off, g_off, s0_off, s1_off, s2_off;
-    int64_t pdt, sdt;
-    int64_t has_s0, has_s2, first, nesterov, maximize, has_wd, decoupled, amsgrad;
-} gpu_koptim;
-_Static_assert(sizeof(gpu_koptim) == 16 * 8, "gpu_koptim is the kernels' ct_koptim");
 
 /* A view's buffer handle; NULL for an absent view (flagged in the struct). */
 static void *buf_of(const ct_kview *v) { return v ? v->data : NULL; }
@@ -59,9 +30,9 @@ static ct_status launch_items(const ct_kview *v, ct_kernel_id k, const ct_gpu_ar
     return ct_gpu_of(v)->launch(v->device, k, args, nargs, (size_t)items, 0);
 }
 
-static gpu_kloss kloss_of(const ct_class_loss_args *a, const ct_kview *in, const ct_kview *target,
+static ct_kloss kloss_of(const ct_class_loss_args *a, const ct_kview *in, const ct_kview *target,
                           const ct_kview *weight) {
-    gpu_kloss k;
+    ct_kloss k;
     memset(&k, 0, sizeof k);
     k.batch = a->batch, k.classes = a->classes, k.inner = a->inner;
     k.ignore_index = a->ignore_index;
@@ -72,7 +43,7 @@ static gpu_kloss kloss_of(const ct_class_loss_args *a, const ct_kview *in, const
     return k;
 }
 
-static void set_row_grad(gpu_kloss *k, const ct_kview *grad_row) {
+static void set_row_grad(ct_kloss *k, const ct_kview *grad_row) {
     k->g_off = grad_row->offset;
     k->g_stride = grad_row->ndim ? grad_row->strides[0] : 0;
     k->g_dtype = grad_row->dtype;
@@ -112,7 +83,7 @@ static ct_status gpu_class_forward(const ct_kview *loss, const ct_kview *row_wei
     CT_TRY(check_input(in, name));
     const int64_t rows = a->batch * a->inner;
     if (rows == 0) return CT_OK;
-    gpu_kloss k = kloss_of(a, in, target, weight);
+    ct_kloss k = kloss_of(a, in, target, weight);
     k.out_off = loss->offset, k.out_dtype = loss->dtype;
     k.aux_off = row_weight ? row_weight->offset : 0, k.has_aux = row_weight != NULL;
     void *bo = buf_of(loss), *bx = buf_of(row_weight), *bi = buf_of(in), *bt = buf_of(target),
@@ -132,7 +103,7 @@ static ct_status gpu_class_backward(const ct_kview *grad_in, const ct_kview *gra
     CT_TRY(check_input(in, "cross_entropy_backward"));
     const int64_t rows = a->batch * a->inner;
     if (rows == 0 || a->classes == 0) return CT_OK;
-    gpu_kloss k = kloss_of(a, in, target, weight);
+    ct_kloss k = kloss_of(a, in, target, weight);
     set_row_grad(&k, grad_row);
     void *bgi = buf_of(grad_in), *bg = buf_of(grad_row), *bi = buf_of(in), *bt = buf_of(target),
          *bw = buf_of(weight);
@@ -150,7 +121,7 @@ static ct_status gpu_prob_forward(const ct_kview *loss, const ct_kview *in, cons
     CT_TRY(check_input(in, "cross_entropy"));
     const int64_t rows = a->batch * a->inner;
     if (rows == 0) return CT_OK;
-    gpu_kloss k = kloss_of(a, in, target, weight);
+    ct_kloss k = kloss_of(a, in, target, weight);
     k.out_off = loss->offset, k.out_dtype = loss->dtype;
     void *bo = buf_of(loss), *bi = buf_of(in), *bt = buf_of(target), *bw = buf_of(weight);
     ct_gpu_acc s;
@@ -165,7 +136,7 @@ static ct_status gpu_prob_backward(const ct_kview *grad_in, const ct_kview *grad
     CT_TRY(check_input(in, "cross_entropy_backward"));
     const int64_t rows = a->batch * a->inner;
     if (rows == 0 || a->classes == 0) return CT_OK;
-    gpu_kloss k = kloss_of(a, in, target, weight);
+    ct_kloss k = kloss_of(a, in, target, weight);
     set_row_grad(&k, grad_row);
     void *bgi = buf_of(grad_in), *bgt = buf_of(grad_target), *bg = buf_of(grad_row);
     void *bi = buf_of(in), *bt = buf_of(target), *bw = buf_of(weight);
@@ -181,12 +152,12 @@ static ct_status gpu_prob_backward(const ct_kview *grad_in, const ct_kview *grad
 
 /* ---- elementwise losses --------------------------------------------------------------------------- */
 
-/* v: the operand slots of gpu_kpw, NULL when absent; v[3] (the input) sets
+/* v: the operand slots of ct_kpw, NULL when absent; v[3] (the input) sets
  * the shape. */
 static ct_status pointwise(ct_pointwise_loss op, const ct_kview *const *v, bool backward, double scale) {
     const ct_kview *ref = v[3];
     CT_TRY(check_input(ref, op == CT_LOSS_MSE ? "mse_loss" : "binary_cross_entropy_with_logits"));
-    gpu_kpw p;
+    ct_kpw p;
     memset(&p, 0, sizeof p);
     p.ndim = ref->ndim, p.numel = 1, p.op = op, p.backward = backward;
     for (int d = 0; d < ref->ndim; d++) p.shape[d] = ref->shape[d], p.numel *= ref->shape[d];
@@ -222,9 +193,9 @@ static ct_status gpu_pointwise_backward(ct_pointwise_loss op, const ct_kview *gr
 
 /* ---- optimizer updates -------------------------------------------------------------------------- */
 
-static gpu_koptim koptim_of(const ct_kview *param, const ct_kview *grad, const ct_kview *s0,
+static ct_koptim koptim_of(const ct_kview *param, const ct_kview *grad, const ct_kview *s0,
                             const ct_kview *s1, const ct_kview *s2) {
-    gpu_koptim o;
+    ct_koptim o;
     memset(&o, 0, sizeof o);
     o.n = ct_gpu_meta_of(param).numel;
     o.p_off = param->offset, o.g_off = grad->offset;
@@ -238,7 +209,7 @@ static gpu_koptim koptim_of(const ct_kview *param, const ct_kview *grad, const c
  * in float with the scalars rounded to float first (the _f kernels), as the
  * CPU's optimizer does. The k scalars go to the kernel in order. */
 static ct_status launch_optim(const ct_kview *param, ct_kernel_id kd, ct_kernel_id kf, ct_gpu_arg *args,
-                              int nbufs, const gpu_koptim *o, const double *k, int nk) {
+                              int nbufs, const ct_koptim *o, const double *k, int nk) {
     double kdv[9];
     float kfv[9];
     const bool f64 = param->dtype == CT_FLOAT64;
@@ -253,7 +224,7 @@ static ct_status launch_optim(const ct_kview *param, ct_kernel_id kd, ct_kernel_
 static ct_status gpu_sgd_update(const ct_kview *param, const ct_kview *grad, const ct_kview *buf,
                                 const ct_sgd_args *a) {
     CT_TRY(check_input(param, "sgd_update"));
-    gpu_koptim o = koptim_of(param, grad, buf, NULL, NULL);
+    ct_koptim o = koptim_of(param, grad, buf, NULL, NULL);
     if (o.n == 0) return CT_OK;
     o.first = a->first_step, o.nesterov = a->nesterov, o.maximize = a->maximize;
     o.has_wd = a->weight_decay != 0.0;
@@ -268,7 +239,7 @@ static ct_status gpu_adam_update(const ct_kview *param, const ct_kview *grad, co
                                  const ct_kview *exp_avg_sq, const ct_kview *max_exp_avg_sq,
                                  const ct_adam_args *a) {
     CT_TRY(check_input(param, a->decoupled_weight_decay ? "adamw_update" : "adam_update"));
-    gpu_koptim o = koptim_of(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq);
+    ct_koptim o = koptim_of(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq);
     if (o.n == 0) return CT_OK;
     o.maximize = a->maximize, o.has_wd = a->weight_decay != 0.0;
     o.decoupled = a->decoupled_weight_decay, o.amsgrad = a->amsgrad;

@@ -20,16 +20,9 @@
 /* The group kernels loop over channels/rows, so no launch needs more. */
 #define MAX_GROUPS 4096
 
-/* Pooling geometry as the kernels take it (ct_knn_pool in nn.kh). */
-typedef struct gpu_knn_pool {
-    int64_t planes, in_h, in_w, out_h, out_w;
-    int64_t k_h, k_w, s_h, s_w, p_h, p_w, d_h, d_w;
-    int64_t count_include_pad, divisor_override;
-} gpu_knn_pool;
-_Static_assert(sizeof(gpu_knn_pool) == 15 * 8, "gpu_knn_pool is the kernels' ct_knn_pool");
 
-static gpu_knn_pool pool_of(const ct_pool2d_geom *g) {
-    gpu_knn_pool p = {g->planes,      g->in_size[0], g->in_size[1], g->out_size[0],
+static ct_knn_pool pool_of(const ct_pool2d_geom *g) {
+    ct_knn_pool p = {g->planes,      g->in_size[0], g->in_size[1], g->out_size[0],
                       g->out_size[1], g->kernel[0],  g->kernel[1],  g->stride[0],
                       g->stride[1],   g->padding[0], g->padding[1], g->dilation[0],
                       g->dilation[1], g->count_include_pad, g->divisor_override};
@@ -85,7 +78,7 @@ static ct_status ct_gpu_max_pool2d(const ct_kview *out, const ct_kview *indices,
     CT_TRY(check_dtype(in, "max_pool2d"));
     buf_arg o = buf_of(out), x = buf_of(in), ix = buf_of(indices);
     int32_t has_ind = indices != NULL, dt = in->dtype;
-    gpu_knn_pool pg = pool_of(g);
+    ct_knn_pool pg = pool_of(g);
     ct_gpu_arg args[] = {BUF_ARGS(o), BUF_ARGS(ix), CT_GPU_ARG(has_ind), BUF_ARGS(x),
                          CT_GPU_ARG(dt), CT_GPU_ARG(pg)};
     return launch_items(out, CT_KID(ct_k_nn_max_pool2d), args, NARGS(args), out_items(g));
@@ -96,7 +89,7 @@ static ct_status ct_gpu_max_pool2d_backward(const ct_kview *grad_in, const ct_kv
     CT_TRY(check_dtype(grad_out, "max_pool2d_backward"));
     buf_arg gi = buf_of(grad_in), go = buf_of(grad_out), ix = buf_of(indices);
     int32_t dt = grad_out->dtype;
-    gpu_knn_pool pg = pool_of(g);
+    ct_knn_pool pg = pool_of(g);
     ct_gpu_arg args[] = {BUF_ARGS(gi), BUF_ARGS(go), BUF_ARGS(ix), CT_GPU_ARG(dt), CT_GPU_ARG(pg)};
     return launch_items(grad_in, CT_KID(ct_k_nn_max_pool2d_backward), args, NARGS(args), in_items(g));
 }
@@ -108,7 +101,7 @@ static ct_status pool_simple(ct_kernel_id kernel, const char *op, const ct_kview
     CT_TRY(check_dtype(src, op));
     buf_arg d = buf_of(dst), s = buf_of(src);
     int32_t dt = src->dtype;
-    gpu_knn_pool pg = pool_of(g);
+    ct_knn_pool pg = pool_of(g);
     ct_gpu_arg args[] = {BUF_ARGS(d), BUF_ARGS(s), CT_GPU_ARG(dt), CT_GPU_ARG(pg)};
     return launch_items(dst, kernel, args, NARGS(args), items);
 }

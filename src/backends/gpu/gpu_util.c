@@ -8,8 +8,6 @@
 
 #include "gpu.h"
 
-_Static_assert(sizeof(ct_gpu_meta) == (2 * CT_GPU_MAX_DIMS + 4) * 8,
-               "ct_gpu_meta is the kernels' ct_kmeta: 64-bit fields only, no padding");
 _Static_assert(CT_GPU_MAX_DIMS == CT_MAX_DIMS, "kernel metadata holds every dimension of a view");
 
 const char *ct_gpu_kernel_name(ct_kernel_id k) {
