@@ -1,6 +1,6 @@
 /*
  * api_errors_core.c — rows of test_api_errors.c for status.h, dtype.h,
- * device.h, random.h and tensor.h (included into test_api_errors.c).
+ * device.h, amp.h, random.h and tensor.h (included into test_api_errors.c).
  */
 
 static const char *const k_null_fmt = NULL; /* a NULL format the compiler cannot see */
@@ -22,6 +22,11 @@ static void rows_status_dtype_device(void) {
     ERR_VAL(ct_promote_types, ((ct_dtype)99, CT_FLOAT32), r_ == CT_DTYPE_DEFAULT, "promote_types");
     ERR_STATUS(ct_set_default_dtype, (CT_INT64), "set_default_dtype");
     ERR_STATUS(ct_set_default_dtype, ((ct_dtype)99), "set_default_dtype");
+
+    ERR_STATUS(ct_autocast_enter, ((ct_device_type)7, (ct_autocast_opts){0}), "autocast: unknown device type 7");
+    ERR_STATUS(ct_autocast_exit, (CT_DEVICE_CPU), "autocast: exit for cpu, but the innermost open region is none");
+    QUIET_VAL(ct_is_autocast_enabled, ((ct_device_type)7), !r_);
+    QUIET_VAL(ct_get_autocast_dtype, ((ct_device_type)7), r_ == CT_DTYPE_DEFAULT);
 
     ct_device d;
     char buf[64];

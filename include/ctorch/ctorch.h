@@ -21,5 +21,6 @@
 #include "data.h"
 #include "summary.h"
 #include "backends.h"
+#include "amp.h"
 
 #endif /* CTORCH_CTORCH_H */

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 
 #include "module_impl.h"
+#include "amp/autocast.h"
 
 ct_tensor *ct_linear(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias) {
-    return ct_track(cta_linear(input, weight, bias));
+    CTI_AUTOCAST3("linear", input, weight, bias);
+    return CTI_AUTOCAST_RESULT(cta_linear(input, weight, bias));
 }
 
 /* U(-bound, bound) of the given shape. */

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "amp/autocast.h"
 #include "core/backend_conv.h"
 #include "ctorch/functional_conv.h"
 #include "ops/conv.h"
@@ -508,13 +509,15 @@ static cti_conv2d_params conv_opts_params(const ct_conv_opts *o) {
 ct_tensor *ct_conv2d_with_opts(const ct_tensor *input, const ct_tensor *weight,
                                const ct_tensor *bias, ct_conv_opts o) {
     cti_conv2d_params p = conv_opts_params(&o);
-    return ct_track(cta_conv2d(input, weight, bias, &p));
+    CTI_AUTOCAST3("conv2d", input, weight, bias);
+    return CTI_AUTOCAST_RESULT(cta_conv2d(input, weight, bias, &p));
 }
 
 ct_tensor *ct_conv2d_relu_with_opts(const ct_tensor *input, const ct_tensor *weight,
                                     const ct_tensor *bias, ct_conv_opts o) {
     cti_conv2d_params p = conv_opts_params(&o);
-    return ct_track(cta_conv2d_relu(input, weight, bias, &p));
+    CTI_AUTOCAST3("conv2d", input, weight, bias);
+    return CTI_AUTOCAST_RESULT(cta_conv2d_relu(input, weight, bias, &p));
 }
 
 /* ---- backward ------------------------------------------------------------------------------ */

@@ -11,18 +11,19 @@
 #include <math.h>
 
 #include "../autograd/autograd.h"
+#include "amp/autocast.h"
 
 /* ---- made from the lines of unary_ops.def and binary_ops.def ---- */
 
 #define CT_UNARY_API_API(code, fn) \
-    ct_tensor *ct_##fn(const ct_tensor *a) { return ct_track(cta_unary(CT_UN_##code, a, 0.0, 0.0)); }
+    ct_tensor *ct_##fn(const ct_tensor *a) { return ct_track(cti_ac_unary(CT_UN_##code, a, 0.0, 0.0)); }
 #define CT_UNARY_API_HAND(code, fn) /* written below */
 #define CT_UNARY_OP(code, fn, name, node, api, flags) CT_UNARY_API_##api(code, fn)
 #include "kernels/unary_ops.def"
 #undef CT_UNARY_OP
 
 #define CT_BINARY_OP(code, fn, name, node, flags) \
-    ct_tensor *ct_##fn(const ct_tensor *a, const ct_tensor *b) { return ct_track(cta_binary(CT_BIN_##code, a, b, 1.0)); }
+    ct_tensor *ct_##fn(const ct_tensor *a, const ct_tensor *b) { return ct_track(cti_ac_binary(CT_BIN_##code, a, b, 1.0)); }
 #include "kernels/binary_ops.def"
 #undef CT_BINARY_OP
 
@@ -33,7 +34,7 @@ ct_tensor *ct_add_scalar(const ct_tensor *a, double s) { return ct_track(cta_bin
 ct_tensor *ct_sub_scalar(const ct_tensor *a, double s) { return ct_track(cta_binary_scalar(CT_BIN_SUB, a, s)); }
 ct_tensor *ct_mul_scalar(const ct_tensor *a, double s) { return ct_track(cta_binary_scalar(CT_BIN_MUL, a, s)); }
 ct_tensor *ct_div_scalar(const ct_tensor *a, double s) { return ct_track(cta_binary_scalar(CT_BIN_DIV, a, s)); }
-ct_tensor *ct_pow_scalar(const ct_tensor *a, double exponent) { return ct_track(cta_binary_scalar(CT_BIN_POW, a, exponent)); }
+ct_tensor *ct_pow_scalar(const ct_tensor *a, double exponent) { return ct_track(cti_ac_binary_scalar(CT_BIN_POW, a, exponent)); }
 /* ct_rsub_scalar is in elementwise.c: it needs the scalar on the left. */
 
 /* ---- comparisons with a scalar ---- */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "amp/autocast.h"
 
 /* PyTorch prints C++ scalar type names in matmul's dtype message. */
 static const char *cpp_type_name(ct_dtype dt) {
@@ -239,14 +240,18 @@ ct_tensor *cti_matmul(const ct_tensor *a, const ct_tensor *b) {
     return out;
 }
 
-ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) { return ct_track(cta_matmul(a, b)); }
+ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
+    CTI_AUTOCAST2("matmul", a, b);
+    return CTI_AUTOCAST_RESULT(cta_matmul(a, b));
+}
 
 ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b) {
     if (!a || !b) return NULL;
     CT_CHECK_NULL(a->ndim == 2, CT_ERR_SHAPE, "mm: self must be a matrix, got %d-D tensor", a->ndim);
     CT_CHECK_NULL(b->ndim == 2, CT_ERR_SHAPE, "mm: mat2 must be a matrix, got %d-D tensor", b->ndim);
     if (!check_operands("mm", a, b)) return NULL;
-    return ct_track(cta_matmul(a, b));
+    CTI_AUTOCAST2("mm", a, b);
+    return CTI_AUTOCAST_RESULT(cta_matmul(a, b));
 }
 
 ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b) {
@@ -262,5 +267,6 @@ ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b) {
                   "but got: [%lld, %lld].",
                   (long long)a->shape[0], (long long)a->shape[2], (long long)b->shape[0],
                   (long long)b->shape[1]);
-    return ct_track(cta_matmul(a, b));
+    CTI_AUTOCAST2("bmm", a, b);
+    return CTI_AUTOCAST_RESULT(cta_matmul(a, b));
 }

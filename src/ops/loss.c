@@ -10,6 +10,7 @@
  * The class losses (cross_entropy, nll_loss) are in loss_class.c.
  */
 #include "autograd/autograd.h"
+#include "amp/autocast.h"
 #include "loss.h"
 
 #include <string.h>
@@ -266,7 +267,8 @@ ct_status cti_mse_loss_backward(const ct_tensor *grad_output, const ct_tensor *i
 
 ct_tensor *ct_mse_loss_opts(const ct_tensor *input, const ct_tensor *target, ct_loss_opts o) {
     if (!input || !target || !cti_loss_opts_check("mse_loss", &o, 0)) return NULL;
-    return ct_track(cta_mse_loss(input, target, o.reduction));
+    CTI_AUTOCAST2("mse_loss", input, target);
+    return CTI_AUTOCAST_RESULT(cta_mse_loss(input, target, o.reduction));
 }
 
 /* ---- binary_cross_entropy_with_logits -------------------------------------------------------- */
@@ -352,5 +354,8 @@ ct_tensor *ct_binary_cross_entropy_with_logits_opts(const ct_tensor *input,
         !cti_loss_opts_check("binary_cross_entropy_with_logits", &o,
                              CTI_LOSS_TAKES_WEIGHT | CTI_LOSS_TAKES_POS_WEIGHT))
         return NULL;
-    return ct_track(cta_bce_with_logits(input, target, o.weight, o.pos_weight, o.reduction));
+    const ct_tensor *ac_in_[4] = {input, target, o.weight, o.pos_weight};
+    ct_tensor *ac_held_[4] = {NULL, NULL, NULL, NULL};
+    if (!CTI_AUTOCAST("binary_cross_entropy_with_logits", 4, ac_in_, ac_held_)) return NULL;
+    return CTI_AUTOCAST_RESULT(cta_bce_with_logits(ac_in_[0], ac_in_[1], ac_in_[2], ac_in_[3], o.reduction));
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "amp/autocast.h"
 #include "core/backend_loss.h"
 #include "loss.h"
 
@@ -406,13 +407,15 @@ ct_tensor *ct_cross_entropy_opts(const ct_tensor *input, const ct_tensor *target
                              CTI_LOSS_TAKES_WEIGHT | CTI_LOSS_TAKES_IGNORE_INDEX |
                                  CTI_LOSS_TAKES_SMOOTHING))
         return NULL;
-    return ct_track(cta_cross_entropy(input, target, o.weight, cti_loss_ignore_index(&o),
-                                      o.reduction, o.label_smoothing));
+    CTI_AUTOCAST3("cross_entropy", input, target, o.weight);
+    return CTI_AUTOCAST_RESULT(cta_cross_entropy(input, target, o.weight, cti_loss_ignore_index(&o),
+                                                 o.reduction, o.label_smoothing));
 }
 
 ct_tensor *ct_nll_loss_opts(const ct_tensor *input, const ct_tensor *target, ct_loss_opts o) {
     if (!input || !target ||
         !cti_loss_opts_check("nll_loss", &o, CTI_LOSS_TAKES_WEIGHT | CTI_LOSS_TAKES_IGNORE_INDEX))
         return NULL;
-    return ct_track(cta_nll_loss(input, target, o.weight, cti_loss_ignore_index(&o), o.reduction));
+    CTI_AUTOCAST3("nll_loss", input, target, o.weight);
+    return CTI_AUTOCAST_RESULT(cta_nll_loss(input, target, o.weight, cti_loss_ignore_index(&o), o.reduction));
 }

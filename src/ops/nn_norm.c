@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "amp/autocast.h"
 #include "nn_internal.h"
 
 /* ---- shared --------------------------------------------------------------------- */
@@ -483,7 +484,8 @@ ct_tensor *ct_layer_norm_opts(const ct_tensor *input, ct_shape normalized_shape,
     CT_CHECK_NULL(!o.training && o.momentum == 0, CT_ERR_INVALID_ARG,
                   "layer_norm() got an unexpected keyword argument '%s'",
                   o.training ? "training" : "momentum");
-    return ct_track(cta_layer_norm(input, normalized_shape, weight, bias, o.eps != 0 ? o.eps : 1e-5));
+    CTI_AUTOCAST3("layer_norm", input, weight, bias);
+    return CTI_AUTOCAST_RESULT(cta_layer_norm(input, normalized_shape, weight, bias, o.eps != 0 ? o.eps : 1e-5));
 }
 
 /* grad_weight/grad_bias [cols] in the stat dtype (either may be skipped). */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../autograd/autograd.h"
+#include "amp/autocast.h"
 
 /* Below this much work per backend call, one contiguous copy is cheaper than
  * a call per group of kept dims. */
@@ -320,8 +321,9 @@ ct_tensor *cti_reduce(ct_reduce_op op, const ct_tensor *a, const int *dims, int 
 static ct_tensor *reduce_named(ct_reduce_op op, const char *name, const ct_tensor *a,
                                const int *dims, int ndims, bool keepdim, double param,
                                bool whole_tensor) {
+    CTI_AUTOCAST1(name, a);
     reduce_req q = {op, name, dims, ndims, keepdim, param, whole_tensor};
-    return ct_track(cta_record_reduce(reduce_values(&q, a), op, a, dims, ndims, keepdim, param));
+    return CTI_AUTOCAST_RESULT(cta_record_reduce(reduce_values(&q, a), op, a, dims, ndims, keepdim, param));
 }
 
 ct_tensor *ct_sum(const ct_tensor *a, const int *dims, int ndims, bool keepdim) {

@@ -6,6 +6,7 @@
  * A 0-dim input is a slice of one element (softmax 1, log_softmax 0).
  */
 #include "../autograd/autograd.h"
+#include "amp/autocast.h"
 
 ct_tensor *cti_softmax(const ct_tensor *a, int dim, bool log) {
     const char *name = log ? "log_softmax" : "softmax";
@@ -39,8 +40,12 @@ ct_tensor *cti_softmax(const ct_tensor *a, int dim, bool log) {
     return out;
 }
 
-ct_tensor *ct_softmax(const ct_tensor *a, int dim) { return ct_track(cta_softmax(a, dim, false)); }
+ct_tensor *ct_softmax(const ct_tensor *a, int dim) {
+    CTI_AUTOCAST1("softmax", a);
+    return CTI_AUTOCAST_RESULT(cta_softmax(a, dim, false));
+}
 
 ct_tensor *ct_log_softmax(const ct_tensor *a, int dim) {
-    return ct_track(cta_softmax(a, dim, true));
+    CTI_AUTOCAST1("log_softmax", a);
+    return CTI_AUTOCAST_RESULT(cta_softmax(a, dim, true));
 }
