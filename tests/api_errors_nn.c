@@ -175,6 +175,30 @@ static void rows_optim(void) {
     ERR_PTR(ct_adam_params, (&F.idx, 1, (ct_adam_opts){0}), "only floating-point parameters can be optimized");
     ERR_PTR(ct_adamw_params, (NULL, 1, (ct_adam_opts){0}), "optimizer: NULL parameter list");
     QUIET_VOID(ct_optimizer_free, (NULL));
+
+    /* the gradient scaler (amp.h) */
+    ERR_PTR(ct_grad_scaler_new_opts, ((ct_grad_scaler_opts){.growth_factor = 0.5}), "The growth factor must be > 1.0.");
+    ERR_PTR(ct_grad_scaler_new_opts, ((ct_grad_scaler_opts){.backoff_factor = 2}), "The backoff factor must be < 1.0.");
+    ERR_PTR(ct_grad_scaler_new_opts, ((ct_grad_scaler_opts){.init_scale = -1}), "init_scale must be positive");
+    ERR_PTR(ct_grad_scaler_new_opts, ((ct_grad_scaler_opts){.growth_interval = -3}), "growth_interval must be positive");
+    QUIET_VOID(ct_grad_scaler_free, (NULL));
+    PROP_PTR_SAYS(ct_grad_scaler_scale, (NULL, NT), "grad_scaler: NULL scaler");
+    PROP_STATUS(ct_grad_scaler_unscale, (NULL, NULL), "grad_scaler: NULL scaler");
+    PROP_STATUS(ct_grad_scaler_step, (NULL, NULL), "grad_scaler: NULL scaler");
+    PROP_STATUS(ct_grad_scaler_update, (NULL), "grad_scaler: NULL scaler");
+    PROP_STATUS(ct_grad_scaler_update_to, (NULL, 2.0), "grad_scaler: NULL scaler");
+    QUIET_VAL(ct_grad_scaler_get_scale, (NULL), r_ == 1.0);
+    QUIET_VAL(ct_grad_scaler_growth_tracker, (NULL), r_ == 0);
+    QUIET_VAL(ct_grad_scaler_skipped_steps, (NULL), r_ == 0);
+    QUIET_VAL(ct_grad_scaler_is_enabled, (NULL), !r_);
+    PROP_PTR_SAYS(ct_grad_scaler_state_dict, (NULL), "grad_scaler: NULL scaler");
+    PROP_STATUS(ct_grad_scaler_load_state_dict, (NULL, NULL), "grad_scaler: NULL scaler");
+    {
+        ct_grad_scaler *gs = ct_grad_scaler_new();
+        ERR_STATUS(ct_grad_scaler_load_state_dict, (gs, NULL), "grad_scaler.load_state_dict: NULL dict");
+        ERR_STATUS(ct_grad_scaler_update_to, (gs, -1.0), "new_scale must be positive and finite");
+        ct_grad_scaler_free(gs);
+    }
     PROP_STATUS(ct_step, (NULL), "step: NULL optimizer");
     PROP_STATUS(ct_zero_grad, (NULL), "zero_grad: NULL optimizer");
     PROP_VAL(ct_optimizer_lr, (NULL), isnan(r_));

@@ -213,6 +213,25 @@ static void run_optim(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device
     out[0] = ct_cat(parts, nstate + 1, 0);
 }
 
+/* GradScaler's check-and-unscale (cti_amp_unscale) on a writable view,
+ * with NaN/inf in half the variants: out[0] the grad's base after, out[1]
+ * the inf flag (compared exactly). inv_scale 1 (no multiply) in every
+ * third variant. */
+static void run_amp_unscale(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
+                            ct_tensor **out, char *desc, size_t dn) {
+    ct_shape s;
+    bo_layout l;
+    variant_shape(v, r, &s, &l);
+    ct_tensor *base, *g = view_target(r, s, &l, dt, vrange(c->range, v), dev, &base);
+    ct_tensor *found = ct_zeros(CT_SHAPE(1), .device = dev);
+    const double inv = v % 3 == 0 ? 1.0 : (double)(float)(1.0 / 65536.0) * (v % 3);
+    describe(desc, dn, "grad", s, l);
+    snprintf(desc + strlen(desc), dn - strlen(desc), ", inv_scale %g", inv);
+    if (cti_amp_unscale(g, found, inv) != CT_OK) return;
+    out[0] = ct_flatten(base, 0, -1);
+    out[1] = found;
+}
+
 #define LOSS(n_, run_, op_, err_) \
     {.name = n_, .family = "loss", .run = run_, .op = op_, .range = BO_DEFAULT, \
      .tol = BO_TOL_RED, .dtypes = BO_DT_FLOAT, .deliberate_error = err_}
@@ -233,4 +252,6 @@ static void run_optim(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device
     LOSS("mse_grad_t", run_pointwise_loss, 2, NULL),                                               \
     LOSS("bce_logits", run_pointwise_loss, 3, NULL), LOSS("bce_grad", run_pointwise_loss, 4, NULL), \
     LOSS("bce_grad_t", run_pointwise_loss, 5, NULL),                                               \
-    OPTIM("sgd_update", 0), OPTIM("adam_update", 1), OPTIM("adamw_amsgrad", 2),
+    OPTIM("sgd_update", 0), OPTIM("adam_update", 1), OPTIM("adamw_amsgrad", 2),                   \
+    {.name = "amp_unscale", .family = "optim", .run = run_amp_unscale, .op = 0, .range = BO_DEFAULT, \
+     .tol = BO_TOL_EW, .dtypes = BO_DT_FLOAT},

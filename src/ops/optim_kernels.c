@@ -192,3 +192,30 @@ ct_status cti_adam_update(ct_tensor *param, const ct_tensor *grad, ct_tensor *ex
     }
     return release(ops, n, st);
 }
+
+/* ---- GradScaler ------------------------------------------------------------------------------ */
+
+ct_status cti_amp_unscale(ct_tensor *grad, ct_tensor *found_inf, double inv_scale) {
+    const char *op = "amp_unscale";
+    if (!grad || !found_inf) return cti_loss_null_status(op);
+    const ct_tensor *both[2] = {grad, found_inf};
+    if (!ct_check_same_device(op, both, 2)) return ct_last_status();
+    CT_CHECK_STATUS(ct_dtype_is_floating(grad->dtype), CT_ERR_DTYPE, "%s: grad must be floating point, got %s",
+                    op, ct_dtype_name(grad->dtype));
+    CT_CHECK_STATUS(found_inf->dtype == CT_FLOAT32 && ct_shape_numel(found_inf->shape, found_inf->ndim) == 1,
+                    CT_ERR_INVALID_ARG, "%s: found_inf must be a float32 tensor of one element, got %s", op,
+                    ct_dtype_name(found_inf->dtype));
+    opt_operand ops[1] = {{grad, NULL, true}};
+    static const char *const names[1] = {"grad"};
+    if (!check_operands(op, ops, names, 1)) return ct_last_status();
+    if (ct_shape_numel(grad->shape, grad->ndim) == 0) return CT_OK;
+    ct_status st = CT_OK;
+    if (!acquire(ops, 1)) {
+        st = ct_last_status();
+    } else {
+        ct_kview kg = ct_kview_of(ops[0].work), kf = ct_kview_of(found_inf);
+        st = CTI_LOSS_CALL(grad, amp_unscale, op, &kg, &kf, inv_scale);
+        if (st == CT_OK) ct_tensor_bump_version(found_inf);
+    }
+    return release(ops, 1, st);
+}

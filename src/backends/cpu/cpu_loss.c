@@ -485,4 +485,5 @@ const struct ct_backend_loss ct_cpu_loss_ops = {
     .pointwise_backward = cpu_pointwise_backward,
     .sgd_update = ct_cpu_sgd_update,
     .adam_update = ct_cpu_adam_update,
+    .amp_unscale = ct_cpu_amp_unscale,
 };

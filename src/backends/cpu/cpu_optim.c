@@ -246,3 +246,29 @@ ct_status ct_cpu_adam_update(const ct_kview *param, const ct_kview *grad, const 
 #undef PTR
     return CT_OK;
 }
+
+/* ---- GradScaler ------------------------------------------------------------------------------ */
+
+/* float32 in place, float (16-bit) or double (float64) products rounded
+ * once, as the device kernel (ct_k_amp_unscale). */
+ct_status ct_cpu_amp_unscale(const ct_kview *grad, const ct_kview *found_inf, double inv_scale) {
+    const int64_t n = ct_cpu_numel(grad);
+    const float inv = (float)inv_scale;
+    bool found = false;
+    if (grad->dtype == CT_FLOAT32) {
+        float *g = (float *)(void *)ct_cpu_base(grad);
+        for (int64_t i = 0; i < n; i++) {
+            found |= !isfinite(g[i]);
+            if (inv != 1.0f) g[i] *= inv;
+        }
+    } else {
+        const bool wide = grad->dtype == CT_FLOAT64;
+        for (int64_t i = 0; i < n; i++) {
+            double v = ct_cpu_load(ELEM(grad, i), grad->dtype);
+            found |= !isfinite(v);
+            if (inv != 1.0f) ct_cpu_store(ELEM(grad, i), grad->dtype, wide ? v * (double)inv : (double)((float)v * inv));
+        }
+    }
+    if (found) *(float *)(void *)ct_cpu_base(found_inf) = 1.0f;
+    return CT_OK;
+}

@@ -253,6 +253,17 @@ static ct_status gpu_adam_update(const ct_kview *param, const ct_kview *grad, co
     return launch_optim(param, CT_KID(ct_k_adam_d), CT_KID(ct_k_adam_f), args, 5, &o, k, 9);
 }
 
+static ct_status gpu_amp_unscale(const ct_kview *grad, const ct_kview *found_inf, double inv_scale) {
+    CT_TRY(check_input(grad, "amp_unscale"));
+    int64_t off = grad->offset, n = 1, dt = grad->dtype, found_off = found_inf->offset;
+    for (int d = 0; d < grad->ndim; d++) n *= grad->shape[d];
+    const float s = (float)inv_scale;
+    void *bg = buf_of(grad), *bf = buf_of(found_inf);
+    ct_gpu_arg args[] = {CT_GPU_ARG(bg), CT_GPU_ARG(off), CT_GPU_ARG(n),        CT_GPU_ARG(dt),
+                         CT_GPU_ARG(s),  CT_GPU_ARG(bf),  CT_GPU_ARG(found_off)};
+    return launch_items(grad, CT_KID(ct_k_amp_unscale), args, NARGS(args), n);
+}
+
 const struct ct_backend_loss ct_gpu_loss_ops = {
     .class_forward = gpu_class_forward,
     .class_backward = gpu_class_backward,
@@ -262,4 +273,5 @@ const struct ct_backend_loss ct_gpu_loss_ops = {
     .pointwise_backward = gpu_pointwise_backward,
     .sgd_update = gpu_sgd_update,
     .adam_update = gpu_adam_update,
+    .amp_unscale = gpu_amp_unscale,
 };
