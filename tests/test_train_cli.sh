@@ -6,6 +6,8 @@
 #   - training learns: accuracy after one short epoch is far above chance;
 #   - exact resume: 2 epochs in one run == 1 epoch, stop, resume for the 2nd
 #     (bitwise equal losses and accuracy, one thread), also via --resume PATH;
+#   - --amp bf16 learns as float32 does; --amp fp16 resumes exactly (the
+#     gradient scaler's state travels in the checkpoint);
 #   - checkpoints load back with --eval-only and give the same accuracy;
 #   - the TensorBoard log exists and parses (tools/check_tensorboard.py, when
 #     the tensorboard package is importable);
@@ -57,6 +59,29 @@ if [ "$(strip "$tmp/full.jsonl")" = "$(strip "$tmp/part.jsonl")" ]; then
     pass "resume is exact (losses and accuracy bitwise equal)"
 else
     fail "resume differs:"; strip "$tmp/full.jsonl"; strip "$tmp/part.jsonl"
+fi
+
+# ---- mixed precision: --amp bf16 learns; --amp fp16 (with the scaler) resumes exactly --------
+"$train" --amp fp32 $small > "$tmp/out" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown --amp 'fp32'" "$tmp/out" && pass "bad --amp is a usage error" \
+    || fail "bad --amp: rc $rc: $(cat "$tmp/out")"
+"$train" --epochs 2 $small --device cpu --amp bf16 --metrics "$tmp/bf16.jsonl" > "$tmp/bf16.out" 2>&1 \
+    || fail "--amp bf16 run: $(cat "$tmp/bf16.out")"
+acc16=$(sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p' "$tmp/bf16.jsonl" | tail -1)
+grep -q "autocast to bfloat16" "$tmp/bf16.out" && awk -v a="${acc16:-0}" -v f="${acc:-0}" 'BEGIN { exit !(a > f - 0.05) }' \
+    && pass "--amp bf16 learns: test accuracy $acc16 (float32: $acc)" \
+    || fail "--amp bf16: accuracy $acc16 vs float32 $acc: $(cat "$tmp/bf16.out")"
+"$train" --epochs 2 $small --device cpu --amp fp16 --metrics "$tmp/fp16.jsonl" > "$tmp/fp16.out" 2>&1 \
+    || fail "--amp fp16 run: $(cat "$tmp/fp16.out")"
+"$train" --epochs 2 --stop-after 1 $small --device cpu --amp fp16 --ckpt-dir "$tmp/ck16" --metrics "$tmp/fp16p.jsonl" \
+    > "$tmp/out" 2>&1 || fail "--amp fp16 first half: $(cat "$tmp/out")"
+"$train" --epochs 2 $small --device cpu --amp fp16 --ckpt-dir "$tmp/ck16" --resume auto --metrics "$tmp/fp16p.jsonl" \
+    > "$tmp/out" 2>&1 || fail "--amp fp16 resumed half: $(cat "$tmp/out")"
+if [ "$(strip "$tmp/fp16.jsonl")" = "$(strip "$tmp/fp16p.jsonl")" ] \
+    && grep -q "trainer.amp_scale" "$tmp/ck16/epoch-1/optim.safetensors"; then
+    pass "--amp fp16 resume is exact (the scaler's state is in the checkpoint)"
+else
+    fail "--amp fp16 resume differs:"; strip "$tmp/fp16.jsonl"; strip "$tmp/fp16p.jsonl"
 fi
 [ -f "$tmp/ck/latest" ] && [ "$(cat "$tmp/ck/latest")" = "epoch-2" ] && [ -f "$tmp/ck/epoch-2/model.safetensors" ] \
     && pass "checkpoint folders and latest pointer" || fail "checkpoint layout: $(ls -R "$tmp/ck")"

@@ -159,6 +159,12 @@ static ct_status write_state(ct_tensor_dict *d, const train_state *st, const tra
     if (s == CT_OK) s = ct_tensor_dict_set_metadata(d, "trainer.model", c->model);
     if (s == CT_OK) s = ct_tensor_dict_set_metadata(d, "trainer.dataset", c->dataset);
     if (s == CT_OK) s = ct_tensor_dict_set_metadata(d, "trainer.ctorch_version", CTORCH_VERSION_STRING);
+    if (s == CT_OK && st->amp_scale > 0) { /* --amp fp16: the GradScaler's state */
+        char scale[40];
+        snprintf(scale, sizeof scale, "%.17g", st->amp_scale);
+        s = ct_tensor_dict_set_metadata(d, "trainer.amp_scale", scale);
+        if (s == CT_OK) s = set_meta_u64(d, "trainer.amp_growth_tracker", (uint64_t)st->amp_growth_tracker);
+    }
     return s;
 }
 
@@ -379,8 +385,18 @@ static ct_status read_state(const ct_tensor_dict *od, const char *file, const ch
     if (!best || *end || !(b >= 0 && b <= 1))
         return problem(p, true, "%s: trainer.best_accuracy is %s (expected a number from 0 to 1)", file,
                        best ? best : "missing");
+    double amp_scale = 0;
+    uint64_t tracker = 0;
+    const char *scale = ct_tensor_dict_get_metadata(od, "trainer.amp_scale");
+    if (scale) { /* written by an --amp fp16 run */
+        amp_scale = strtod(scale, &end);
+        if (*end || !(amp_scale > 0) || !isfinite(amp_scale))
+            return problem(p, true, "%s: trainer.amp_scale is %s (expected a positive number)", file, scale);
+        TRY(meta_u64(od, "trainer.amp_growth_tracker", file, INT32_MAX, &tracker, p));
+    }
     *st = (train_state){.epoch = (int)epoch, .global_step = (int64_t)step, .seed = seed, .rng_seed = rs,
-                        .rng_offset = ro, .best_accuracy = b, .train_samples = train_samples};
+                        .rng_offset = ro, .best_accuracy = b, .train_samples = train_samples,
+                        .amp_scale = amp_scale, .amp_growth_tracker = (int64_t)tracker};
     return CT_OK;
 }
 

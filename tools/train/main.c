@@ -118,11 +118,16 @@ typedef struct run {
     ct_module *model;
     ct_optimizer *opt;
     ct_scheduler *sched;
+    ct_grad_scaler *scaler;   /* enabled for --amp fp16 only */
     ct_dataloader *train_dl, *test_dl;
     ct_summary_writer *tb;
     FILE *metrics;
     train_state st;
 } run;
+
+/* --amp: autocast around the forward pass and the loss (and evaluation). */
+static bool amp_on(const train_config *c) { return strcmp(c->amp, "none") != 0; }
+static ct_dtype amp_dtype(const train_config *c) { return strcmp(c->amp, "fp16") == 0 ? CT_FLOAT16 : CT_BFLOAT16; }
 
 static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
     char desc[48];
@@ -143,13 +148,17 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
             ct_tensor *x, *y;
             s = batch_to_device(&b, r->dev, &x, &y);
             phase_lap(&mark, &phase[PHASE_DATA]);
-            ct_tensor *loss = s == CT_OK ? ct_cross_entropy(ct_forward(r->model, x), y) : NULL;
+            ct_tensor *loss = NULL;
+            CT_AUTOCAST(r->dev.type, .dtype = amp_dtype(&r->cfg), .disabled = !amp_on(&r->cfg)) {
+                loss = s == CT_OK ? ct_cross_entropy(ct_forward(r->model, x), y) : NULL;
+            }
             if (s == CT_OK && !loss) s = ct_last_status(); /* the forward's own error, e.g. out of memory */
             phase_lap(&mark, &phase[PHASE_FORWARD]);
             if (s == CT_OK) s = ct_zero_grad(r->opt);
-            if (s == CT_OK) s = ct_backward(loss);
+            if (s == CT_OK) s = ct_backward(ct_grad_scaler_scale(r->scaler, loss));
             phase_lap(&mark, &phase[PHASE_BACKWARD]);
-            if (s == CT_OK) s = ct_step(r->opt);
+            if (s == CT_OK) s = ct_grad_scaler_step(r->scaler, r->opt);
+            if (s == CT_OK) s = ct_grad_scaler_update(r->scaler);
             if (s == CT_OK && r->sched) s = ct_scheduler_step(r->sched);
             phase_lap(&mark, &phase[PHASE_OPTIMIZER]);
             double v = 0;
@@ -194,7 +203,10 @@ static ct_status evaluate(run *r, epoch_result *res) {
             CT_SCOPE {
                 ct_tensor *x, *y;
                 s = batch_to_device(&b, r->dev, &x, &y);
-                ct_tensor *logits = s == CT_OK ? ct_forward(r->model, x) : NULL;
+                ct_tensor *logits = NULL;
+                CT_AUTOCAST(r->dev.type, .dtype = amp_dtype(&r->cfg), .disabled = !amp_on(&r->cfg)) {
+                    logits = s == CT_OK ? ct_forward(r->model, x) : NULL;
+                }
                 if (s == CT_OK && !logits) s = ct_last_status();
                 ct_tensor *loss = ct_cross_entropy(logits, y, .reduction = CT_REDUCTION_SUM);
                 ct_tensor *hits = ct_sum_all(ct_eq(ct_argmax(logits, 1, false), y));
@@ -289,6 +301,24 @@ static int open_logs(run *r) {
     return -1;
 }
 
+/* The scaler's scale and growth tracker from a checkpoint that has them
+ * (an fp16 run's); the rest of its state is the run's options. */
+static ct_status restore_scaler(ct_grad_scaler *scaler, const train_state *st) {
+    if (!ct_grad_scaler_is_enabled(scaler) || st->amp_scale <= 0) return CT_OK;
+    ct_tensor_dict *d = ct_grad_scaler_state_dict(scaler);
+    if (!d) return ct_last_status();
+    ct_status s = CT_OK;
+    CT_SCOPE {
+        s = ct_tensor_dict_set(d, "scale", ct_full(CT_SHAPE(), st->amp_scale, .dtype = CT_FLOAT32));
+        if (s == CT_OK)
+            s = ct_tensor_dict_set(d, "_growth_tracker",
+                                   ct_full(CT_SHAPE(), (double)st->amp_growth_tracker, .dtype = CT_INT32));
+    }
+    if (s == CT_OK) s = ct_grad_scaler_load_state_dict(scaler, d);
+    ct_tensor_dict_free(d);
+    return s;
+}
+
 /* Restores a checkpoint (--resume) or initial weights (--weights). The
  * checkpoint's seed replaces --seed, since the data order depends on it. */
 static int restore(run *r) {
@@ -306,6 +336,7 @@ static int restore(run *r) {
                         (unsigned long long)st.seed, (unsigned long long)r->cfg.seed);
             r->cfg.seed = st.seed;
             r->st = st;
+            if (restore_scaler(r->scaler, &st) != CT_OK) return fail("cannot restore the gradient scaler", ct_last_status());
             ct_set_rng_state(st.rng_seed, st.rng_offset);
             printf("resumed from %s after epoch %d (step %" PRId64 ")\n", path, st.epoch, st.global_step);
             return -1;
@@ -348,6 +379,8 @@ static int train_all(run *r) {
         if (r->cfg.ckpt_dir[0]) {
             char saved[2200];
             ct_get_rng_state(&r->st.rng_seed, &r->st.rng_offset);
+            r->st.amp_scale = ct_grad_scaler_is_enabled(r->scaler) ? ct_grad_scaler_get_scale(r->scaler) : 0.0;
+            r->st.amp_growth_tracker = ct_grad_scaler_growth_tracker(r->scaler);
             r->st.seed = r->cfg.seed;
             s = checkpoint_save(r->cfg.ckpt_dir, r->model, r->opt, &r->st, &r->cfg, saved, sizeof saved);
             if (s == CT_ERR_OOM) return fail("cannot save the checkpoint", s);
@@ -406,6 +439,8 @@ static int setup(run *r) {
     if (ct_module_to_checked(r->model, r->dev) != CT_OK) return fail("cannot move the model", ct_last_status());
     r->opt = setup_optimizer(&r->cfg, r->model);
     if (!r->opt) return fail("cannot create the optimizer", ct_last_status());
+    r->scaler = ct_grad_scaler_new(.disabled = strcmp(r->cfg.amp, "fp16") != 0);
+    if (!r->scaler) return fail("cannot create the gradient scaler", ct_last_status());
     r->st.seed = r->cfg.seed;
     rc = restore(r);
     if (rc >= 0) return rc;
@@ -433,6 +468,7 @@ static int teardown(run *r, int rc) {
     ct_dataloader_free(r->train_dl);
     ct_dataloader_free(r->test_dl);
     ct_scheduler_free(r->sched);
+    ct_grad_scaler_free(r->scaler);
     ct_optimizer_free(r->opt);
     ct_module_free(r->model);
     train_data_free(&r->data);

@@ -29,6 +29,7 @@ void train_config_defaults(train_config *c) {
     c->momentum = 0.9;
     c->weight_decay = -1;
     snprintf(c->schedule, sizeof c->schedule, "cosine");
+    snprintf(c->amp, sizeof c->amp, "none");
     c->workers = 2;
     c->pin_memory = -1;
     c->progress = PROGRESS_AUTO;
@@ -72,6 +73,8 @@ static const char USAGE[] =
     "  --weight-decay X      default 5e-4 for sgd, 0 for adam, 1e-2 for adamw\n"
     "  --schedule NAME       cosine (default, per step to 0), step (x0.1 at 50% and 75%),\n"
     "                        onecycle (peak --lr) or none\n"
+    "  --amp MODE            mixed precision: none (default), bf16 (autocast to bfloat16)\n"
+    "                        or fp16 (autocast to float16 with a gradient scaler)\n"
     "  --seed N              seeds weights, shuffling and augmentation (default: random,\n"
     "                        printed, and stored in checkpoints)\n"
     "\n"
@@ -102,7 +105,7 @@ enum {
     OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_EPOCHS, OPT_BATCH, OPT_OPTIM, OPT_LR,
     OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_SEED, OPT_WORKERS, OPT_PIN, OPT_NO_PIN, OPT_AUGMENT,
     OPT_NO_AUGMENT, OPT_CKPT, OPT_RESUME, OPT_WEIGHTS, OPT_LOGDIR, OPT_METRICS, OPT_EVAL, OPT_PROGRESS,
-    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_VERSION
+    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_AMP, OPT_VERSION
 };
 
 static const struct option LONG_OPTS[] = {
@@ -120,7 +123,7 @@ static const struct option LONG_OPTS[] = {
     {"eval-only", no_argument, 0, OPT_EVAL},            {"progress", required_argument, 0, OPT_PROGRESS},
     {"log-every", required_argument, 0, OPT_LOG_EVERY}, {"limit-train", required_argument, 0, OPT_LIMIT_TRAIN},
     {"limit-test", required_argument, 0, OPT_LIMIT_TEST}, {"threads", required_argument, 0, OPT_THREADS},
-    {"stop-after", required_argument, 0, OPT_STOP_AFTER},
+    {"stop-after", required_argument, 0, OPT_STOP_AFTER}, {"amp", required_argument, 0, OPT_AMP},
     {"help", no_argument, 0, 'h'},                      {"version", no_argument, 0, OPT_VERSION},
     {0, 0, 0, 0}};
 
@@ -178,6 +181,7 @@ static int apply_option(train_config *c, int opt, const char *arg, const char *n
     static const char *const DATASETS[] = {"fashion-mnist", "mnist", "cifar10", NULL};
     static const char *const OPTIMS[] = {"sgd", "adam", "adamw", NULL};
     static const char *const SCHEDULES[] = {"none", "cosine", "step", "onecycle", NULL};
+    static const char *const AMPS[] = {"none", "bf16", "fp16", NULL};
     int64_t v;
     switch (opt) {
     case OPT_MODEL:
@@ -192,6 +196,10 @@ static int apply_option(train_config *c, int opt, const char *arg, const char *n
     case OPT_OPTIM:
         if (!one_of(arg, OPTIMS)) return usage_error("unknown optimizer '%s'%s (expected sgd, adam or adamw)", arg, "");
         copy_opt(c->optimizer, sizeof c->optimizer, arg);
+        break;
+    case OPT_AMP:
+        if (!one_of(arg, AMPS)) return usage_error("unknown --amp '%s'%s (expected none, bf16 or fp16)", arg, "");
+        copy_opt(c->amp, sizeof c->amp, arg);
         break;
     case OPT_SCHEDULE:
         if (!one_of(arg, SCHEDULES))
@@ -314,4 +322,7 @@ void train_print_config(FILE *f, const train_config *c, const char *device_desc)
     fprintf(f, " weight decay %g | schedule %s | seed %llu | workers %d%s%s\n", c->weight_decay, c->schedule,
             (unsigned long long)c->seed, c->workers, c->pin_memory > 0 ? " | pinned memory" : "",
             c->augment ? " | augment" : "");
+    if (strcmp(c->amp, "none") != 0)
+        fprintf(f, "mixed precision: autocast to %s%s\n", strcmp(c->amp, "bf16") == 0 ? "bfloat16" : "float16",
+                strcmp(c->amp, "fp16") == 0 ? " with a gradient scaler" : "");
 }

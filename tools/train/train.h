@@ -53,6 +53,7 @@ typedef struct train_config {
     int64_t limit_train, limit_test;  /* use the first N samples (0: all)     */
     int threads;              /* CPU threads (0: OpenMP's default)            */
     int stop_after;           /* stop after this epoch, as if interrupted (0: no) */
+    char amp[8];              /* none, bf16, fp16: autocast (and the scaler for fp16) */
 } train_config;
 
 /* options.c */
@@ -79,6 +80,8 @@ typedef struct train_state {
     uint64_t rng_seed, rng_offset;   /* the default generator                 */
     double best_accuracy;
     int64_t train_samples;    /* the training set's size (steps per epoch follow) */
+    double amp_scale;         /* the GradScaler's scale (0: no scaler)        */
+    int64_t amp_growth_tracker;
 } train_state;
 /* Writes <dir>/epoch-<k>/{model,optim}.safetensors, checksummed, puts the
  * folder in place and points <dir>/latest at it (crash-safe; checkpoint.c). */
