@@ -4,8 +4,10 @@
  * and a normal step, a skipped step and backoff on inf and on NaN in one of
  * many gradients, growth after the interval, the stage errors with
  * PyTorch's text, float16 gradients refused, clip_grad_norm after unscale,
- * the state_dict through a safetensors round trip, a disabled scaler, and
- * the same on an OpenCL device (the fused kernel) when there is one.
+ * the state_dict through a safetensors round trip, a disabled scaler, the
+ * same on an OpenCL device (the fused kernel) when there is one, and a
+ * float16 model whose gradients underflow without the scaler and train
+ * with it.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -212,6 +214,49 @@ static void test_disabled(void) {
     }
 }
 
+/* What the scaler is for: under float16 autocast, a loss whose gradients
+ * are tiny (here ~1e-9) underflows to zero in the float16 backward, so the
+ * weights never move; scaled by 2^16 the gradients survive, the unscaled
+ * step trains, and the loss falls. */
+static void test_float16_underflow(void) {
+    CT_SCOPE {
+        ct_manual_seed(3);
+        ct_tensor *x = ct_randn(CT_SHAPE(16, 8)), *t = ct_randn(CT_SHAPE(16, 4));
+        for (int scaled = 0; scaled < 2; scaled++) {
+            ct_tensor *w = ct_mul_scalar(ct_randn(CT_SHAPE(4, 8)), 0.1);
+            ct_set_requires_grad(w, true);
+            ct_optimizer *opt = ct_sgd_params((ct_tensor *[]){w}, 1, (ct_sgd_opts){.lr = 1e6});
+            ct_grad_scaler *s = ct_grad_scaler_new(.disabled = !scaled);
+            double first = 0, last = 0, grad_sum = 0;
+            for (int step = 0; step < 20; step++) CT_SCOPE {
+                ct_zero_grad(opt);
+                ct_tensor *loss = NULL;
+                CT_AUTOCAST(CT_DEVICE_CPU, .dtype = CT_FLOAT16) {
+                    loss = ct_mul_scalar(ct_mse_loss(ct_linear(x, w, NULL), t), 1e-7);
+                }
+                CT_EXPECT_INT_EQ(ct_backward(ct_grad_scaler_scale(s, loss)), CT_OK);
+                if (step == 0) CT_EXPECT_INT_EQ(ct_grad_scaler_unscale(s, opt), CT_OK);
+                if (step == 0) grad_sum = ct_item(ct_sum_all(ct_abs(ct_grad(w))));
+                CT_EXPECT_INT_EQ(ct_grad_scaler_step(s, opt), CT_OK);
+                CT_EXPECT_INT_EQ(ct_grad_scaler_update(s), CT_OK);
+                if (step == 0) first = ct_item(loss);
+                last = ct_item(loss);
+            }
+            if (!scaled) {
+                CT_EXPECT_MSG(grad_sum == 0.0 && last == first,
+                              "without the scaler the float16 gradients should underflow: |grad| %g, loss %g -> %g",
+                              grad_sum, first, last);
+            } else {
+                CT_EXPECT_MSG(grad_sum > 0.0 && last < 0.8 * first,
+                              "with the scaler the model should train: |grad| %g, loss %g -> %g", grad_sum, first,
+                              last);
+            }
+            ct_grad_scaler_free(s);
+            ct_optimizer_free(opt);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_steps_cpu);
@@ -221,5 +266,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_clip_after_unscale);
     CT_RUN(test_state_dict);
     CT_RUN(test_disabled);
+    CT_RUN(test_float16_underflow);
     return ct_test_finish();
 }
