@@ -25,7 +25,7 @@
  * state is per thread; wrap the forward pass and the loss, not backward.
  *
  *   CT_AUTOCAST(CT_DEVICE_CPU) {                       // bfloat16
- *       ct_tensor *loss = ct_cross_entropy(ct_module_forward(model, x), y);
+ *       ct_tensor *loss = ct_cross_entropy(ct_forward(model, x), y);
  *       ...
  *   }
  *   CT_AUTOCAST(CT_DEVICE_CUDA, .dtype = CT_BFLOAT16) { ... }
