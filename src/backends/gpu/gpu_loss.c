@@ -255,8 +255,8 @@ static ct_status gpu_adam_update(const ct_kview *param, const ct_kview *grad, co
 
 static ct_status gpu_amp_unscale(const ct_kview *grad, const ct_kview *found_inf, double inv_scale) {
     CT_TRY(check_input(grad, "amp_unscale"));
-    int64_t off = grad->offset, n = 1, dt = grad->dtype, found_off = found_inf->offset;
-    for (int d = 0; d < grad->ndim; d++) n *= grad->shape[d];
+    int64_t off = grad->offset, n = ct_gpu_meta_of(grad).numel, dt = grad->dtype, found_off = found_inf->offset;
+    if (n == 0) return CT_OK;
     const float s = (float)inv_scale;
     void *bg = buf_of(grad), *bf = buf_of(found_inf);
     ct_gpu_arg args[] = {CT_GPU_ARG(bg), CT_GPU_ARG(off), CT_GPU_ARG(n),        CT_GPU_ARG(dt),
