@@ -197,6 +197,113 @@ static void test_deterministic_declines_onednn(void) {
     free(y), free(gx), free(gw), free(gb), free(xv), free(wv), free(gyv);
 }
 
+/* ---- bfloat16: widened or native, each output rounded once ------------------------------ */
+
+static double bf16_value(double v) { return ct_bfloat16_to_float(ct_float_to_bfloat16((float)v)); }
+
+static void compare_bf16(const engine_case *e, const char *what, const double *got, const double *ref,
+                         int64_t n) {
+    ct_tensor *t = ct_test_tensor(got, CT_SHAPE(n), CT_FLOAT64);
+    char label[160];
+    snprintf(label, sizeof label, "%s: %s", e->name, what);
+    /* one rounding to bfloat16 (2^-8 relative) after a float32 sum */
+    ct_test_close(__FILE__, __LINE__, label, t, ref, n, 1.0 / 256, 1e-4);
+    ct_release(t);
+}
+
+/* A bfloat16 layer's forward and gradients through oneDNN, against float64
+ * results from the same (bfloat16-exact) values. */
+static void run_case_bf16(const engine_case *e, ct_cpu_bf16_mode mode) {
+    const int64_t oh = out_size(e, e->h), ow = out_size(e, e->w);
+    const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * (e->c / e->groups) * e->k * e->k;
+    const int64_t ny = e->n * e->o * oh * ow;
+    double *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw);
+    double *gyv = malloc(sizeof(double) * ny), bv[64];
+    ct_test_fill_uniform(xv, nx, -1, 1), ct_test_fill_uniform(wv, nw, -1, 1), ct_test_fill_uniform(gyv, ny, -1, 1);
+    for (int64_t i = 0; i < nx; i++) xv[i] = bf16_value(xv[i]);
+    for (int64_t i = 0; i < nw; i++) wv[i] = bf16_value(wv[i]);
+    for (int64_t i = 0; i < ny; i++) gyv[i] = bf16_value(gyv[i]);
+    for (int64_t i = 0; i < e->o; i++) bv[i] = bf16_value(ct_test_uniform(-1, 1));
+    double *ry, *rgx, *rgw, *rgb, *y, *gx, *gw, *gb;
+    conv_results(e, CT_FLOAT64, xv, wv, bv, gyv, &ry, &rgx, &rgw, &rgb);
+    ct_cpu_dnnl_set_bf16_mode(mode);
+    const int64_t before = ct_cpu_dnnl_conv_runs();
+    conv_results(e, CT_BFLOAT16, xv, wv, bv, gyv, &y, &gx, &gw, &gb);
+    const int64_t runs = ct_cpu_dnnl_conv_runs() - before;
+    ct_cpu_dnnl_set_bf16_mode(CT_CPU_BF16_AUTO);
+    const char *how = mode == CT_CPU_BF16_NATIVE ? "native" : "auto";
+    /* forced native declines to the widened path where oneDNN has no
+     * bfloat16 kernels (below AVX-512); the values are checked either way */
+    CT_EXPECT_MSG(!ct_backends_mkldnn_is_available() || runs >= 1, "%s (bfloat16 %s): oneDNN did not run",
+                  e->name, how);
+    if (y && ry) {
+        char what[64];
+        snprintf(what, sizeof what, "bfloat16 %s y", how), compare_bf16(e, what, y, ry, ny);
+        snprintf(what, sizeof what, "bfloat16 %s dx", how), compare_bf16(e, what, gx, rgx, nx);
+        snprintf(what, sizeof what, "bfloat16 %s dw", how), compare_bf16(e, what, gw, rgw, nw);
+        if (e->bias) snprintf(what, sizeof what, "bfloat16 %s db", how), compare_bf16(e, what, gb, rgb, e->o);
+    }
+    free(y), free(gx), free(gw), free(gb), free(ry), free(rgx), free(rgw), free(rgb);
+    free(xv), free(wv), free(gyv);
+}
+
+static void test_conv_bf16(void) {
+    printf("  bfloat16 on this CPU: %s\n", ct_cpu_dnnl_bf16_native() ? "native (AMX)" : "widened to float32");
+    ct_cpu_dnnl_set_bf16_mode(CT_CPU_BF16_NATIVE);
+    if (!ct_cpu_dnnl_bf16_native())
+        printf("  (oneDNN has no bfloat16 kernels below AVX-512: the forced native cases check the fallback)\n");
+    ct_cpu_dnnl_set_bf16_mode(CT_CPU_BF16_AUTO);
+    const engine_case cases[] = {
+        {"bf16 16->16 8x8 k3 p1, bias", 2, 16, 8, 8, 16, 3, 1, 1, 1, 1, true, false, true},
+        {"bf16 groups 2, 32->32 stride 2", 2, 32, 9, 9, 32, 3, 2, 1, 1, 2, true, false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_case_bf16(&cases[i], CT_CPU_BF16_AUTO);
+        run_case_bf16(&cases[i], CT_CPU_BF16_NATIVE);
+    }
+}
+
+/* a @ b in bfloat16 against float64 from the same values; `native` forces
+ * oneDNN's bfloat16 product (AMX, or its reference kernel elsewhere). */
+static void check_matmul_bf16(const char *what, ct_tensor *a, ct_tensor *b, bool native) {
+    CT_SCOPE {
+        ct_cpu_dnnl_set_bf16_mode(native ? CT_CPU_BF16_NATIVE : CT_CPU_BF16_AUTO);
+        const int64_t before = ct_cpu_dnnl_matmul_runs();
+        ct_tensor *got = ct_matmul(a, b);
+        const int64_t runs = ct_cpu_dnnl_matmul_runs() - before;
+        /* forced native declines where oneDNN has no bfloat16 kernels (below AVX-512) */
+        const bool expect = ct_cpu_dnnl_bf16_native() && ct_backends_mkldnn_is_available();
+        ct_cpu_dnnl_set_bf16_mode(CT_CPU_BF16_AUTO);
+        ct_tensor *ref = ct_matmul(ct_to_dtype(a, CT_FLOAT64), ct_to_dtype(b, CT_FLOAT64));
+        CT_EXPECT_MSG(ref && got, "%s: %s", what, ct_last_error());
+        CT_EXPECT_MSG(expect ? runs == 1 : runs == 0, "%s (%s): %lld oneDNN bfloat16 products", what,
+                      native ? "native" : "auto", (long long)runs);
+        if (ref && got) {
+            double *r = ct_test_values(ref);
+            ct_test_close(__FILE__, __LINE__, what, got, r, ct_numel(ref), 1.0 / 256, 1e-4);
+            free(r);
+        }
+    }
+}
+
+static void test_matmul_bf16(void) {
+    CT_SCOPE {
+        ct_tensor *a = ct_test_random(CT_SHAPE(2, 40, 70), CT_BFLOAT16, -1, 1, NULL);
+        ct_tensor *b = ct_test_random(CT_SHAPE(2, 70, 30), CT_BFLOAT16, -1, 1, NULL);
+        ct_tensor *wt = ct_test_random(CT_SHAPE(30, 70), CT_BFLOAT16, -1, 1, NULL);
+        ct_tensor *big = ct_test_random(CT_SHAPE(160, 130), CT_BFLOAT16, -1, 1, NULL);
+        ct_tensor *big_b = ct_test_random(CT_SHAPE(130, 140), CT_BFLOAT16, -1, 1, NULL);
+        for (int native = 0; native <= 1; native++) {
+            check_matmul_bf16("bf16 batch", a, b, native);
+            check_matmul_bf16("bf16 transposed weight (a linear layer)", ct_select(a, 0, 1),
+                              ct_transpose(wt, 0, 1), native);
+            check_matmul_bf16("bf16 broadcast batch", a, ct_expand(ct_select(b, 0, 0), CT_SHAPE(2, 70, 30)),
+                              native);
+            check_matmul_bf16("bf16 160x130x140", big, big_b, native);
+        }
+    }
+}
+
 /* ---- results do not depend on the thread count ------------------------------------------- */
 
 
@@ -268,6 +375,8 @@ int main(int argc, char **argv) {
     CT_RUN(test_gemm_layouts);
     CT_RUN(test_conv_engines);
     CT_RUN(test_deterministic_declines_onednn);
+    CT_RUN(test_conv_bf16);
+    CT_RUN(test_matmul_bf16);
     CT_RUN(test_thread_count_independence);
     return ct_test_finish();
 }

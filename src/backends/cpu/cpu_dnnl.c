@@ -1,5 +1,5 @@
 /*
- * cpu_dnnl.c — float32 convolutions on the CPU through oneDNN: forward,
+ * cpu_dnnl.c — float32 and bfloat16 convolutions on the CPU through oneDNN: forward,
  * input gradient and weight gradient (the backend's conv2d_* entries try
  * these first; cpu_conv.c). Why: oneDNN's JIT convolutions run in the
  * blocked layouts the vector units want (nChw8c on AVX2, nChw16c on
@@ -11,6 +11,13 @@
  * percent of the convolution (the layouts are memory-bound copies) and
  * keeps every other op, view and the autograd engine unchanged.
  *
+ * bfloat16 tensors ride the same reorders where the CPU has AMX: the
+ * convolution runs in bfloat16 with float32 sums, in the NHWC-like layouts
+ * the tiles want. Elsewhere (and for float16) the operands are widened to
+ * float32 first and the float32 kernels run (ct_cpu_dnnl_bf16_native).
+ * Either way each output is rounded once, from a float32 sum, as
+ * PyTorch's are.
+ *
  * A plan — the convolution primitive for one shape and direction, the
  * layouts it chose and the reorders in and out — is built once (oneDNN
  * JIT-compiles kernels, 3–30 ms) and kept in a small cache; plans are
@@ -21,7 +28,7 @@
  * Declining (CT_ERR_UNSUPPORTED, no error set) hands the call to the
  * im2col path (cpu_conv_fused.c): oneDNN absent or not the engine for this
  * CPU (cpu_gemm.c) or switched off (ct_backends_mkldnn_set_enabled), dtypes
- * other than float32, layers with few channels, short sums or tiny outputs, geometries oneDNN cannot
+ * other than float32/bfloat16/float16, layers with few channels, short sums or tiny outputs, geometries oneDNN cannot
  * express (an output size that would need negative right padding) or has
  * no direct kernel for (it would fall back to its own GEMM-based or
  * reference convolution), and
@@ -39,11 +46,15 @@
 #include "cpu_dnnl.h"
 #include "cpu_gemm.h"
 #include "cpu_internal.h"
+#include "cpu_vec.h"
 #include "ctorch/backends.h"
 
 #ifndef CTORCH_HAVE_DNNL
 
 int64_t ct_cpu_dnnl_conv_runs(void) { return 0; }
+void ct_cpu_dnnl_set_bf16_mode(ct_cpu_bf16_mode mode) { (void)mode; }
+bool ct_cpu_dnnl_bf16_native(void) { return false; }
+bool ct_cpu_dnnl_bf16_forced(void) { return false; }
 
 ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
                              const ct_kview *in1, const ct_kview *bias, bool relu,
@@ -75,6 +86,8 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
 
 typedef struct conv_key {
     int64_t dir, n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    int64_t dtype;   /* the tensors' dnnl_data_type_t */
+    int64_t compute; /* the convolution's (ct_cpu_dnnl_compute_type) */
     int64_t bias; /* forward only: 1 when the bias is added inside */
     int64_t relu; /* forward only: 1 when max(y, 0) is applied inside */
 } conv_key;
@@ -94,6 +107,7 @@ typedef struct conv_plan {
 
 static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
 static atomic_llong runs;
+static atomic_int bf16_mode = CT_CPU_BF16_AUTO;
 static dnnl_engine_t engine;
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 static conv_plan *plans[CT_DNNL_PLANS];
@@ -119,8 +133,9 @@ static void plan_release(conv_plan *p) {
 
 /* ---- building a plan ------------------------------------------------------------------ */
 
-static bool md_of(dnnl_memory_desc_t *md, int nd, const dnnl_dims_t dims, dnnl_format_tag_t tag) {
-    return dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_f32, tag) == dnnl_success;
+static bool md_of(dnnl_memory_desc_t *md, int nd, const dnnl_dims_t dims, int64_t dt,
+                  dnnl_format_tag_t tag) {
+    return dnnl_memory_desc_init_by_tag(md, nd, dims, (dnnl_data_type_t)dt, tag) == dnnl_success;
 }
 
 /* The reorder from `from` to `to`, or NULL (in *r) when they are the same layout. */
@@ -136,11 +151,13 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
     return ok;
 }
 
-/* The three descriptors of one direction, user layouts (NCHW, OIHW or
- * GOIHW) in user[], "any" (oneDNN chooses) in any[], in the order of the
- * descriptors' init functions: src, weights, dst. */
+/* The descriptors of one direction: user layouts (NCHW, OIHW or GOIHW) in
+ * the tensors' dtype, and "any" (oneDNN chooses) layouts in the compute
+ * type, in the order of the descriptors' init functions: src, weights, dst.
+ * The weight gradient is kept in float32 inside (any_dwei) and rounded once
+ * on the way out; the bias is always float32. */
 typedef struct conv_mds {
-    dnnl_memory_desc_t user_src, user_wei, user_dst, any_src, any_wei, any_dst, bias;
+    dnnl_memory_desc_t user_src, user_wei, user_dst, any_src, any_wei, any_dst, any_dwei, bias;
     dnnl_dims_t strides, dilates, pad_l, pad_r;
 } conv_mds;
 
@@ -158,11 +175,14 @@ static bool describe(const conv_key *k, conv_mds *m) {
     m->pad_r[1] = (k->ow - 1) * k->sw + (k->kw - 1) * k->dw + 1 - k->w - k->pw;
     if (m->pad_r[0] < 0 || m->pad_r[1] < 0) return false;
     const dnnl_dims_t bias = {k->o};
-    return md_of(&m->bias, 1, bias, dnnl_x) && md_of(&m->user_src, 4, src, dnnl_nchw) && md_of(&m->user_dst, 4, dst, dnnl_nchw) &&
-           (grouped ? md_of(&m->user_wei, 5, wei_g, dnnl_goihw) : md_of(&m->user_wei, 4, wei, dnnl_oihw)) &&
-           md_of(&m->any_src, 4, src, dnnl_format_tag_any) && md_of(&m->any_dst, 4, dst, dnnl_format_tag_any) &&
-           (grouped ? md_of(&m->any_wei, 5, wei_g, dnnl_format_tag_any)
-                    : md_of(&m->any_wei, 4, wei, dnnl_format_tag_any));
+    const int wnd = grouped ? 5 : 4;
+    const dnnl_dim_t *wdims = grouped ? wei_g : wei;
+    const int64_t dt = k->dtype, ct = k->compute, any = dnnl_format_tag_any;
+    return md_of(&m->bias, 1, bias, dnnl_f32, dnnl_x) &&
+           md_of(&m->user_src, 4, src, dt, dnnl_nchw) && md_of(&m->user_dst, 4, dst, dt, dnnl_nchw) &&
+           md_of(&m->user_wei, wnd, wdims, dt, grouped ? dnnl_goihw : dnnl_oihw) &&
+           md_of(&m->any_src, 4, src, ct, any) && md_of(&m->any_dst, 4, dst, ct, any) &&
+           md_of(&m->any_wei, wnd, wdims, ct, any) && md_of(&m->any_dwei, wnd, wdims, dnnl_f32, any);
 }
 
 /* The forward primitive descriptor: the plan itself for a forward call,
@@ -190,7 +210,7 @@ static dnnl_primitive_desc_t direction_pd(int dir, conv_mds *m, const_dnnl_primi
                                                              m->dilates, m->pad_l, m->pad_r);
     else
         s = dnnl_dilated_convolution_backward_weights_desc_init(
-            &cd, dnnl_convolution_direct, &m->any_src, &m->any_wei, NULL, &m->any_dst, m->strides,
+            &cd, dnnl_convolution_direct, &m->any_src, &m->any_dwei, NULL, &m->any_dst, m->strides,
             m->dilates, m->pad_l, m->pad_r);
     dnnl_primitive_desc_t pd = NULL;
     if (s != dnnl_success || dnnl_primitive_desc_create(&pd, &cd, attr, engine, hint) != dnnl_success)
@@ -234,8 +254,11 @@ static void bind_operands(conv_plan *p, const conv_mds *m, const_dnnl_primitive_
 
 /* A direct JIT convolution, not oneDNN's own GEMM-based or reference
  * fallback: for those (the weight gradient of layers with 1×1 or 2×2
- * outputs on AVX2: 6–64 GFLOP/s) ctorch's im2col kernels are faster. */
+ * outputs on AVX2: 6–64 GFLOP/s) ctorch's im2col kernels are faster.
+ * Tests that force bfloat16 compute on a CPU without it take any kernel,
+ * so that the plumbing around a bfloat16 convolution runs everywhere. */
 static bool direct_kernel(const_dnnl_primitive_desc_t pd) {
+    if (ct_cpu_dnnl_bf16_forced()) return true;
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
         return false;
@@ -409,13 +432,120 @@ static ct_status plan_run(const conv_plan *p, void *const user[OP_COUNT], void *
     return ok ? CT_OK : ct_error_set(CT_ERR_BACKEND, "conv2d: oneDNN failed to run a convolution");
 }
 
+/* ---- dtypes ------------------------------------------------------------------------- */
+
+void ct_cpu_dnnl_set_bf16_mode(ct_cpu_bf16_mode mode) { atomic_store(&bf16_mode, mode); }
+
+bool ct_cpu_dnnl_bf16_forced(void) { return atomic_load(&bf16_mode) == CT_CPU_BF16_NATIVE; }
+
+dnnl_engine_t ct_cpu_dnnl_engine(void) {
+    pthread_once(&dnnl_once, create_engine);
+    return engine;
+}
+
+static bool isa_has(dnnl_cpu_isa_t isa) {
+    const unsigned have = (unsigned)dnnl_get_effective_cpu_isa();
+    return (have & (unsigned)isa) == (unsigned)isa;
+}
+
+/* bfloat16 math runs natively only where oneDNN has AMX tiles for it: on
+ * CPUs without them its bfloat16 kernels lose to its float32 ones (the
+ * issue-16 measurements on a Sapphire Rapids Xeon with AMX switched off),
+ * so there the operands are widened by the reorders that change their
+ * layout anyway, and the result is rounded once on the way out. Forced by
+ * a test, it needs AVX-512 at least: oneDNN has no bfloat16 kernels at all,
+ * not even reference ones, below that. */
+bool ct_cpu_dnnl_bf16_native(void) {
+    switch (atomic_load(&bf16_mode)) {
+    case CT_CPU_BF16_NATIVE: return isa_has(dnnl_cpu_isa_avx512_core);
+    case CT_CPU_BF16_WIDEN: return false;
+    default: return isa_has(dnnl_cpu_isa_avx512_core_amx);
+    }
+}
+
+/* The dnnl data type of a ctorch dtype oneDNN convolves, or dnnl_data_type_undef. */
+static dnnl_data_type_t dnnl_type_of(ct_dtype dt) {
+    switch (dt) {
+    case CT_FLOAT32: return dnnl_f32;
+    case CT_BFLOAT16: return dnnl_bf16;
+    case CT_FLOAT16: return dnnl_f16; /* always widened: no float16 kernels before AVX512-FP16 */
+    default: return dnnl_data_type_undef;
+    }
+}
+
+static dnnl_data_type_t compute_type_of(dnnl_data_type_t dt) {
+    return dt == dnnl_bf16 && ct_cpu_dnnl_bf16_native() ? dnnl_bf16 : dnnl_f32;
+}
+
 /* ---- entry -------------------------------------------------------------------------- */
 
 static bool worth_onednn(const ct_kview *v) {
-    if (v->dtype != CT_FLOAT32 || !ct_cpu_gemm_shares_openmp()) return false;
+    if (dnnl_type_of(v->dtype) == dnnl_data_type_undef || !ct_cpu_gemm_shares_openmp()) return false;
     if (ct_are_deterministic_algorithms_enabled() || !ct_backends_mkldnn_get_enabled()) return false;
-    pthread_once(&dnnl_once, create_engine);
-    return engine != NULL;
+    return ct_cpu_dnnl_engine() != NULL;
+}
+
+/* The bias as float32, which oneDNN adds in every compute type: the
+ * tensor itself, or a widened copy in *owned (freed by the caller). */
+static ct_status bias_as_float(const ct_kview *bias, float **owned, void **data) {
+    *owned = NULL;
+    *data = bias ? ct_cpu_base(bias) : NULL;
+    if (!bias || bias->dtype == CT_FLOAT32) return CT_OK;
+    const int64_t n = bias->shape[0];
+    const uint16_t *src = *data;
+    if (!(*owned = malloc((size_t)n * sizeof(float))))
+        return ct_error_set(CT_ERR_OOM, "conv2d: out of memory widening the bias");
+    for (int64_t i = 0; i < n; i++)
+        (*owned)[i] = bias->dtype == CT_FLOAT16 ? ct_half_to_float(src[i * bias->strides[0]])
+                                                : ct_bfloat16_to_float(src[i * bias->strides[0]]);
+    *data = *owned;
+    return CT_OK;
+}
+
+/* A contiguous 16-bit operand widened into a new float32 buffer. oneDNN's
+ * own reorders could convert on the way into its layout, but on AVX2 they
+ * take a scalar path (290 ms for a 64×64×32×32 batch), while this loop
+ * vectorises and the float32 reorders after it are JIT-compiled. */
+static float *widened(const ct_kview *v) {
+    const int64_t n = ct_cpu_numel(v), chunk = 8192;
+    float *dst = aligned_alloc(64, ((size_t)n * sizeof(float) + 63) / 64 * 64 + 64);
+    if (!dst) return NULL;
+    const char *src = ct_cpu_base(v);
+    #pragma omp parallel for if (n >= CT_CPU_GRAIN)
+    for (int64_t i = 0; i < n; i += chunk)
+        ct_cpu_gather_f32(src + i * 2, n - i < chunk ? n - i : chunk, 2, v->dtype, dst + i);
+    return dst;
+}
+
+static void round_into(const float *src, const ct_kview *out) {
+    const int64_t n = ct_cpu_numel(out);
+    uint16_t *dst = (uint16_t *)(void *)ct_cpu_base(out);
+    if (out->dtype == CT_BFLOAT16) {
+        #pragma omp parallel for simd if (n >= CT_CPU_GRAIN)
+        for (int64_t i = 0; i < n; i++) dst[i] = ct_cpu_float_to_bf16_bits(src[i]);
+    } else {
+        #pragma omp parallel for simd if (n >= CT_CPU_GRAIN)
+        for (int64_t i = 0; i < n; i++) dst[i] = ct_cpu_float_to_half_bits(src[i]);
+    }
+}
+
+/* Runs a plan on float32 copies of 16-bit operands and rounds the result
+ * once into `out` (the widened path: compute type float32). */
+static ct_status run_widened(const conv_plan *p, const ct_kview *out, const ct_kview *in0,
+                             const ct_kview *in1, void *bias) {
+    float *w0 = widened(in0), *w1 = widened(in1);
+    float *wo = aligned_alloc(64, ((size_t)ct_cpu_numel(out) * sizeof(float) + 63) / 64 * 64 + 64);
+    ct_status st = CT_OK;
+    if (!w0 || !w1 || !wo) {
+        st = ct_error_set(CT_ERR_OOM, "conv2d: out of memory widening %s operands to float32",
+                          ct_dtype_name(in0->dtype));
+    } else {
+        void *const user[OP_COUNT] = {w0, w1, wo};
+        st = plan_run(p, user, bias);
+        if (st == CT_OK) round_into(wo, out);
+    }
+    free(w0), free(w1), free(wo);
+    return st;
 }
 
 ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_kview *in0,
@@ -428,17 +558,25 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
     if (g->channels / groups * g->kernel[0] * g->kernel[1] < CT_DNNL_MIN_SUM_TERMS ||
         o / groups < CT_DNNL_MIN_OUT_CHANNELS || g->out_size[0] * g->out_size[1] < CT_DNNL_MIN_OUTPUT_POSITIONS)
         return CT_ERR_UNSUPPORTED;
+    const dnnl_data_type_t compute = compute_type_of(dnnl_type_of(in0->dtype));
+    const bool widen = in0->dtype != CT_FLOAT32 && compute == dnnl_f32;
+    /* the plan sees float32 tensors when this call widens them itself */
     const conv_key k = {dir, g->batch, g->channels, g->in_size[0], g->in_size[1], o,
                         g->out_size[0], g->out_size[1], g->kernel[0], g->kernel[1],
                         g->stride[0], g->stride[1], g->padding[0], g->padding[1],
-                        g->dilation[0], g->dilation[1], groups, bias != NULL, relu};
+                        g->dilation[0], g->dilation[1], groups,
+                        widen ? dnnl_f32 : dnnl_type_of(in0->dtype), compute, bias != NULL, relu};
     conv_plan *p = plan_acquire(&k);
     if (!p || p->declined) {
         if (p) plan_release(p);
         return CT_ERR_UNSUPPORTED;
     }
+    float *widened_bias;
+    void *bias_data;
+    ct_status st = bias_as_float(bias, &widened_bias, &bias_data);
     void *const user[OP_COUNT] = {ct_cpu_base(in0), ct_cpu_base(in1), ct_cpu_base(out)};
-    ct_status st = plan_run(p, user, bias ? ct_cpu_base(bias) : NULL);
+    if (st == CT_OK) st = widen ? run_widened(p, out, in0, in1, bias_data) : plan_run(p, user, bias_data);
+    free(widened_bias);
     plan_release(p);
     if (st == CT_OK) atomic_fetch_add(&runs, 1);
     return st;

@@ -1,7 +1,8 @@
 /*
- * cpu_dnnl.h — the CPU backend's oneDNN convolutions (internal; cpu_dnnl.c).
- * One entry for the three directions, since they share the plan cache and
- * differ only in which operands go where.
+ * cpu_dnnl.h — the CPU backend's oneDNN convolutions (internal; cpu_dnnl.c)
+ * and its bfloat16 products (cpu_dnnl_matmul.c). One convolution entry for
+ * the three directions, since they share the plan cache and differ only in
+ * which operands go where.
  */
 #ifndef CT_CPU_DNNL_H
 #define CT_CPU_DNNL_H
@@ -14,7 +15,25 @@ typedef enum ct_cpu_conv_dir {
     CT_CPU_CONV_BACKWARD_WEIGHT /* out = dw, in0 = dy, in1 = x */
 } ct_cpu_conv_dir;
 
-/* Runs one direction of a float32 conv2d through oneDNN (views and geometry
+/* How bfloat16 convolutions and products compute: natively where the CPU
+ * has AMX (AUTO), or widened to float32 and rounded once. Tests force
+ * NATIVE, which then also accepts oneDNN's reference kernels, to run the
+ * bfloat16 plumbing on CPUs without AMX; users never need to set it. */
+typedef enum ct_cpu_bf16_mode {
+    CT_CPU_BF16_AUTO = -1,
+    CT_CPU_BF16_WIDEN = 0,
+    CT_CPU_BF16_NATIVE = 1
+} ct_cpu_bf16_mode;
+
+void ct_cpu_dnnl_set_bf16_mode(ct_cpu_bf16_mode mode);
+
+/* True when bfloat16 math runs on the CPU's bfloat16 instructions. */
+bool ct_cpu_dnnl_bf16_native(void);
+
+/* True when a test forced NATIVE (reference kernels accepted). */
+bool ct_cpu_dnnl_bf16_forced(void);
+
+/* Runs one direction of a float32, bfloat16 or float16 conv2d through oneDNN (views and geometry
  * as in src/core/backend_conv.h's whole-convolution entries); `bias` [O]
  * (forward only, NULL for none) is added and, with `relu` (forward only),
  * max(y, 0) applied inside the convolution. Returns
@@ -27,5 +46,20 @@ ct_status ct_cpu_dnnl_conv2d(ct_cpu_conv_dir dir, const ct_kview *out, const ct_
 /* Convolutions oneDNN has run in this process (all directions), so that
  * tests can check which path a call took. */
 int64_t ct_cpu_dnnl_conv_runs(void);
+
+/* out[b] = a[b] @ b[b] for bfloat16 operands in bfloat16 instructions with
+ * float32 sums, each output rounded once (views as ct_cpu_matmul's).
+ * CT_ERR_UNSUPPORTED without an error set when this CPU widens instead
+ * (ct_cpu_dnnl_bf16_native) or oneDNN cannot take the layouts. */
+ct_status ct_cpu_dnnl_matmul_bf16(const ct_kview *out, const ct_kview *a, const ct_kview *b);
+
+/* bfloat16 products oneDNN has run in this process (for tests). */
+int64_t ct_cpu_dnnl_matmul_runs(void);
+
+#ifdef CTORCH_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+/* The process's oneDNN CPU engine, created on first use; NULL if it failed. */
+dnnl_engine_t ct_cpu_dnnl_engine(void);
+#endif
 
 #endif /* CT_CPU_DNNL_H */

@@ -11,8 +11,9 @@
  * a plain loop threaded over all output rows; batches of small matrices call
  * single-threaded BLAS from our own threads, one matrix each.
  *
- * float16/bfloat16 are widened to float32 (PyTorch also accumulates them in
- * float32) and rounded once at the end. Integer products accumulate in 64
+ * bfloat16 products run on the CPU's bfloat16 instructions where it has AMX
+ * (cpu_dnnl_matmul.c); elsewhere float16/bfloat16 are widened to float32
+ * (PyTorch also accumulates them in float32) and rounded once at the end. Integer products accumulate in 64
  * bits with wrap-around, which gives the same low bits as PyTorch's
  * same-type arithmetic.
  */
@@ -22,9 +23,11 @@
 #include <string.h>
 
 #include "../../core/error.h"
+#include "cpu_dnnl.h"
 #include "cpu_gemm.h"
 #include "cpu_internal.h"
 #include "cpu_linalg.h"
+#include "cpu_vec.h"
 
 /* One operand of a batched product: element (b, r, c) lies at
  * base + b*sb + r*sr + c*sc, counted in elements. */
@@ -213,11 +216,8 @@ CT_DEFINE_FLOAT_MATMUL(double, f64, cblas_dgemm, cblas_dgemv)
 
 /* ---- float16 / bfloat16: widen, multiply in float32, round once ------------------- */
 
-static float half_bits_to_float(uint16_t v, ct_dtype dt) {
-    return dt == CT_FLOAT16 ? ct_half_to_float(v) : ct_bfloat16_to_float(v);
-}
-
-/* Widen `nb` matrices of an operand into a contiguous float32 buffer. */
+/* Widen `nb` matrices of an operand into a contiguous float32 buffer (the
+ * row loop vectorises: cpu_vec.h's converters are branch-free). */
 static float *widen_operand(const mm_operand *op, ct_dtype dt, int64_t nb, int64_t rows,
                             int64_t cols) {
     float *dst = malloc((size_t)max64(1, nb * rows * cols) * sizeof(float));
@@ -227,8 +227,7 @@ static float *widen_operand(const mm_operand *op, ct_dtype dt, int64_t nb, int64
     #pragma omp parallel for if (total_rows * cols >= CT_CPU_GRAIN)
     for (int64_t r = 0; r < total_rows; r++) {
         const uint16_t *row = src + (r / rows) * op->sb + (r % rows) * op->sr;
-        for (int64_t j = 0; j < cols; j++)
-            dst[r * cols + j] = half_bits_to_float(row[j * op->sc], dt);
+        ct_cpu_gather_f32((const char *)row, cols, op->sc * 2, dt, dst + r * cols);
     }
     return dst;
 }
@@ -251,10 +250,12 @@ static ct_status matmul_reduced_float(const mm_dims *d, const mm_operand *a, con
         mm_operand fb = {wb, nb == 1 ? 0 : d->k * d->n, d->n, 1};
         st = matmul_f32(d, &fa, &fb, wc);
     }
-    if (st == CT_OK) {
-        #pragma omp parallel for if (nout >= CT_CPU_GRAIN)
-        for (int64_t i = 0; i < nout; i++)
-            c[i] = dt == CT_FLOAT16 ? ct_float_to_half(wc[i]) : ct_float_to_bfloat16(wc[i]);
+    if (st == CT_OK && dt == CT_FLOAT16) {
+        #pragma omp parallel for simd if (nout >= CT_CPU_GRAIN)
+        for (int64_t i = 0; i < nout; i++) c[i] = ct_cpu_float_to_half_bits(wc[i]);
+    } else if (st == CT_OK) {
+        #pragma omp parallel for simd if (nout >= CT_CPU_GRAIN)
+        for (int64_t i = 0; i < nout; i++) c[i] = ct_cpu_float_to_bf16_bits(wc[i]);
     }
     free(wa);
     free(wb);
@@ -310,8 +311,11 @@ ct_status ct_cpu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *
     switch (out->dtype) {
     case CT_FLOAT32: return matmul_f32(&d, &oa, &ob, c);
     case CT_FLOAT64: return matmul_f64(&d, &oa, &ob, c);
-    case CT_FLOAT16:
-    case CT_BFLOAT16: return matmul_reduced_float(&d, &oa, &ob, out->dtype, c);
+    case CT_BFLOAT16: {
+        const ct_status st = ct_cpu_dnnl_matmul_bf16(out, a, b); /* declined: this CPU widens */
+        return st != CT_ERR_UNSUPPORTED ? st : matmul_reduced_float(&d, &oa, &ob, out->dtype, c);
+    }
+    case CT_FLOAT16: return matmul_reduced_float(&d, &oa, &ob, out->dtype, c);
     case CT_INT32: int_matmul_i32(&d, &oa, &ob, c); return CT_OK;
     case CT_INT64: int_matmul_i64(&d, &oa, &ob, c); return CT_OK;
     case CT_UINT8: int_matmul_u8(&d, &oa, &ob, c); return CT_OK;
