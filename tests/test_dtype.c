@@ -9,6 +9,7 @@
  * torch.promote_types (PyTorch 1.13).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -405,6 +406,50 @@ static void test_bf16_from_float_sample(void) {
     CT_EXPECT_INT_EQ(bad, 0);
 }
 
+/* Tensor casts between float32 and float16/bfloat16 (the CPU's vectorised
+ * copy loops, which autocast's casts run through) give the scalar
+ * converters' bits, contiguous and strided, both ways. */
+static void check_tensor_cast(ct_dtype dt, const uint32_t *bits, int64_t n) {
+    CT_SCOPE {
+        ct_tensor *f = ct_from_data(bits, CT_FLOAT32, CT_SHAPE(n / 64, 64), (ct_opts){0});
+        ct_tensor *strided = ct_contiguous(ct_transpose(ct_to_dtype(ct_transpose(f, 0, 1), dt), 0, 1));
+        ct_tensor *views[2] = {ct_to_dtype(f, dt), strided};
+        int bad = 0;
+        for (int v = 0; v < 2 && views[v]; v++) {
+            const uint16_t *h = ct_data_ptr(views[v]);
+            ct_tensor *back = ct_to_dtype(v ? ct_transpose(ct_transpose(views[v], 0, 1), 0, 1) : views[v], CT_FLOAT32);
+            const uint32_t *fb = back ? ct_data_ptr(back) : NULL;
+            for (int64_t i = 0; fb && i < n; i++) {
+                const float x = float_of_bits(bits[i]);
+                const uint16_t want = dt == CT_BFLOAT16 ? ct_float_to_bfloat16(x) : ct_float_to_half(x);
+                const float wide = dt == CT_BFLOAT16 ? ct_bfloat16_to_float(h[i]) : ct_half_to_float(h[i]);
+                /* a NaN may lose its payload on the vectorised path, not its sign */
+                const bool nan = x != x, same = nan ? wide != wide && (h[i] & 0x8000) == (want & 0x8000)
+                                                    : h[i] == want;
+                const float wide_back = float_of_bits(fb[i]);
+                const bool back_ok = nan ? wide_back != wide_back : bits_of_float(wide) == fb[i];
+                if ((!same || !back_ok) && bad++ < 5)
+                    ct_test_fail(__FILE__, __LINE__, "%s cast of 0x%08x (%s): 0x%04x, expected 0x%04x",
+                                 ct_dtype_name(dt), bits[i], v ? "strided" : "contiguous", h[i], want);
+            }
+            CT_EXPECT_MSG(fb != NULL, "%s", ct_last_error());
+        }
+        CT_EXPECT_INT_EQ(bad, 0);
+    }
+}
+
+static void test_tensor_casts_match_scalar(void) {
+    const int64_t n = 64 * 1024;
+    uint32_t *bits = malloc(sizeof(uint32_t) * (size_t)n);
+    const uint32_t special[] = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
+                                0x00000001u, 0x80000001u, 0x477ff000u, 0x477fefffu, 0x33000000u,
+                                0x3f808000u, 0x3f818000u, 0x3f808001u, 0x7f7fffffu};
+    for (int64_t i = 0; i < n; i++) bits[i] = i < 14 ? special[i] : sample_u32();
+    check_tensor_cast(CT_BFLOAT16, bits, n);
+    check_tensor_cast(CT_FLOAT16, bits, n);
+    free(bits);
+}
+
 /* The references themselves must agree with the library on values whose
  * answer is known, or a broken reference would hide bugs. */
 static void test_references_are_sound(void) {
@@ -435,5 +480,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_bf16_special_values);
     CT_RUN(test_bf16_exhaustive_round_trip);
     CT_RUN(test_bf16_from_float_sample);
+    CT_RUN(test_tensor_casts_match_scalar);
     return ct_test_finish();
 }

@@ -16,6 +16,7 @@
 #include "../../core/error.h"
 #include "cpu_alloc.h"
 #include "cpu_internal.h"
+#include "cpu_vec.h"
 
 /* Kernels implemented in the other cpu_*.c files. */
 #include "cpu_elementwise.h"
@@ -86,9 +87,29 @@ static void copy_same_inner(char **p, const int64_t *s, int64_t n, void *vctx) {
     }
 }
 
+/* float32 into float16/bfloat16 (autocast's casts): branch-free rounding,
+ * with a contiguous loop of its own so that it vectorises. */
+#define CT_NARROW_LOOP(CONV)                                                                       \
+    do {                                                                                           \
+        if (s[0] == 2 && s[1] == 4) {                                                              \
+            uint16_t *d_ = (uint16_t *)(void *)p[0];                                               \
+            const float *x_ = (const float *)(const void *)p[1];                                   \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) d_[i] = CONV(x_[i]);               \
+        } else {                                                                                   \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                *(uint16_t *)(void *)(p[0] + i * s[0]) = CONV(*(const float *)(const void *)(p[1] + i * s[1])); \
+        }                                                                                          \
+    } while (0)
+
 static void copy_convert_inner(char **p, const int64_t *s, int64_t n, void *vctx) {
     const copy_ctx *c = vctx;
-    if (c->dst == CT_FLOAT32 && c->src == CT_FLOAT64) {
+    if (c->dst == CT_FLOAT32 && (c->src == CT_BFLOAT16 || c->src == CT_FLOAT16) && s[0] == 4) {
+        ct_cpu_gather_f32(p[1], n, s[1], c->src, (float *)(void *)p[0]);
+    } else if (c->src == CT_FLOAT32 && c->dst == CT_BFLOAT16) {
+        CT_NARROW_LOOP(ct_cpu_float_to_bf16_bits);
+    } else if (c->src == CT_FLOAT32 && c->dst == CT_FLOAT16) {
+        CT_NARROW_LOOP(ct_cpu_float_to_half_bits);
+    } else if (c->dst == CT_FLOAT32 && c->src == CT_FLOAT64) {
         for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(const double *)(p[1] + i * s[1]);
     } else if (c->dst == CT_FLOAT64 && c->src == CT_FLOAT32) {
         for (int64_t i = 0; i < n; i++) *(double *)(p[0] + i * s[0]) = *(const float *)(p[1] + i * s[1]);

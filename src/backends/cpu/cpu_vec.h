@@ -50,8 +50,10 @@ static inline float ct_cpu_bf16_bits_to_float(uint16_t b) {
 }
 
 /* float to IEEE binary16 bits, rounding to nearest even: overflow gives
- * infinity, NaN a quiet NaN, tiny values subnormals or zero. Same results as
- * ct_float_to_half, written with selects so that loops vectorise. */
+ * infinity, NaN the canonical quiet NaN of its sign (0x7e00, as PyTorch's),
+ * tiny values subnormals or zero. Same results as ct_float_to_half except
+ * that NaN payloads are not kept; written with selects so that loops
+ * vectorise. */
 static inline uint16_t ct_cpu_float_to_half_bits(float f) {
     uint32_t b = ct_cpu_float_bits(f);
     uint32_t sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
