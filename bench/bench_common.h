@@ -1,9 +1,11 @@
 /*
  * bench_common.h — what bench_ops.c and bench_train.c share: a monotonic
  * clock, medians, the restart that fixes the thread counts before OpenMP and
- * OpenBLAS load, and the name of the OpenBLAS core in use (OpenBLAS can
+ * OpenBLAS load, the name of the OpenBLAS core in use (OpenBLAS can
  * mis-detect a virtual CPU, e.g. as "Prescott", which changes GEMM speed
- * several-fold, so every report names it).
+ * several-fold, so every report names it), and the bfloat16 rules both
+ * programs and bench/torch_workloads.py follow (bench_bf16_max_n: the
+ * largest W2-bf16 size worth timing on this CPU).
  */
 #ifndef CTORCH_BENCH_COMMON_H
 #define CTORCH_BENCH_COMMON_H
@@ -16,6 +18,7 @@
 #include <ctorch/device.h>
 #include <ctorch/status.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +57,38 @@ static inline void bench_ensure_threads(char **argv, const char *threads) {
                     "OPENBLAS_NUM_THREADS yourself\n", argv[0], threads);
 }
 
+/* Whether /proc/cpuinfo lists CPU flag `flag` (a whole word of a "flags"
+ * line), e.g. "avx512_bf16" or "amx_bf16". */
+static inline bool bench_cpu_has_flag(const char *flag) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char line[8192];
+    bool found = false;
+    size_t n = strlen(flag);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        for (const char *p = strstr(line, flag); p && !found; p = strstr(p + 1, flag))
+            found = (p == line || p[-1] == ' ' || p[-1] == '\t') &&
+                    (p[n] == ' ' || p[n] == '\n' || p[n] == '\0');
+        break; /* every CPU lists the same flags */
+    }
+    fclose(f);
+    return found;
+}
+
+/* The largest W2-bf16 size (bench_ops.c and torch_workloads.py use the same
+ * rule): 4096 on a device or on a CPU with bfloat16 instructions
+ * (avx512_bf16 or amx_bf16), else 2048, since without them PyTorch's
+ * bfloat16 matmul runs at about 1 GFLOP/s (a 4096 product took minutes on an
+ * AVX2-only host). CT_BENCH_BF16_MAX_N (e.g. 1024) lowers it for quick
+ * checks. */
+static inline int64_t bench_bf16_max_n(bool on_host) {
+    int64_t n = !on_host || bench_cpu_has_flag("avx512_bf16") || bench_cpu_has_flag("amx_bf16") ? 4096 : 2048;
+    const char *env = getenv("CT_BENCH_BF16_MAX_N");
+    if (env && atoll(env) > 0 && atoll(env) < n) n = atoll(env);
+    return n;
+}
+
 /* The command line both programs take: [threads] [workload ids…], and
  * "--device D" (or "-d D") anywhere, e.g. cuda:0 (default: the CPU). */
 #define BENCH_MAX_IDS 16
@@ -83,11 +118,16 @@ static inline bool bench_parse_args(int argc, char **argv, bench_args *a) {
     return atoi(a->threads) > 0;
 }
 
-static inline bool bench_selected(const bench_args *a, const char *id) {
-    if (a->nids == 0) return true;
+/* Whether workload id was named on the command line. */
+static inline bool bench_named(const bench_args *a, const char *id) {
     for (int i = 0; i < a->nids; i++)
         if (strcmp(a->ids[i], id) == 0) return true;
     return false;
+}
+
+/* Whether to run one of the reference workloads W0–W6: named, or none named. */
+static inline bool bench_selected(const bench_args *a, const char *id) {
+    return a->nids == 0 || bench_named(a, id);
 }
 
 static inline bool bench_on_host(const bench_args *a) { return a->device.type == CT_DEVICE_CPU; }

@@ -1,10 +1,18 @@
 """torch_workloads.py — PyTorch's figures for the reference workloads W0–W6
-(../shared/bench/WORKLOADS.md), timed the way bench_ops and bench_train time
-ctorch: medians of several repeats after a warm-up, with torch_anchor.py's
-labels and units. Also names the OpenBLAS core that PyTorch's BLAS uses
-(OpenBLAS may mis-detect a virtual CPU; OPENBLAS_CORETYPE overrides it).
+(../shared/bench/WORKLOADS.md) and their bfloat16 variants (issue 16), timed
+the way bench_ops and bench_train time ctorch: medians of several repeats
+after a warm-up, with torch_anchor.py's labels and units, so that bench/run.sh
+can set both side by side. Also names the OpenBLAS core that PyTorch's BLAS
+uses (OpenBLAS may mis-detect a virtual CPU; OPENBLAS_CORETYPE overrides it).
 
-Usage: python3 bench/torch_workloads.py [threads] [workload ids; default all] [--device D]
+Usage: python3 bench/torch_workloads.py [threads] [workload ids] [--device D]
+  No ids: W0–W6. Named only: W2-bf16 (bfloat16 matmul at 1024 and 2048, and
+  4096 on a device or a CPU with avx512_bf16/amx_bf16, as bench_ops;
+  CT_BENCH_BF16_MAX_N=1024 lowers the largest size), W4-bf16, W5-bf16,
+  W6-bf16 (W4–W6 with forward and loss under
+  torch.autocast(device_type, dtype=torch.bfloat16), parameters float32, as
+  bench_train), W5-mem (one W5 step's peak allocated memory, float32 and
+  bf16: only on a CUDA device, where PyTorch's allocator keeps statistics).
 ResNet-18 comes from torchvision (Debian: python3-torchvision); without it,
 from the same layout written out below.
 
@@ -13,6 +21,7 @@ repeat ends with torch.cuda.synchronize(), and the repeats take more steps
 (GPU_PLANS), exactly as bench_ops and bench_train do with --device.
 """
 import ctypes
+import os
 import re
 import statistics
 import sys
@@ -87,13 +96,22 @@ def w0():
     print(f"W0 add 1-elem (us/op): {t * 1e6:.3f}", flush=True)
 
 
-def train_step(model, opt, x, y, loss_fn):
+def train_step(model, opt, x, y, loss_fn, autocast=False):
+    """PyTorch's loop body; with autocast, forward and loss run in a bfloat16
+    autocast region (one per step), backward and the step outside it."""
     def step():
         loss = loss_fn(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return step
+
+    def autocast_step():
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
+            loss = loss_fn(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return autocast_step if autocast else step
 
 
 def w1():
@@ -109,6 +127,46 @@ def w2():
         A, B = torch.rand(n, n, device=DEVICE), torch.rand(n, n, device=DEVICE)
         t = median_time(lambda: A @ B, **plan("W2", 1, 5 if n < 4096 else 3, 1))
         print(f"W2 matmul {n} (GFLOP/s): {2 * n**3 / t / 1e9:.3f}", flush=True)
+
+
+def cpu_has_flag(flag):
+    """Whether /proc/cpuinfo's flags list flag (every CPU lists the same)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return flag in line.split()
+    except OSError:
+        pass
+    return False
+
+
+def bf16_max_n():
+    """bench_common.h's bench_bf16_max_n: 4096 on a device or with bfloat16
+    instructions, else 2048 (PyTorch's bfloat16 matmul runs at ~1 GFLOP/s
+    without them); CT_BENCH_BF16_MAX_N lowers it."""
+    native = DEVICE.type != "cpu" or cpu_has_flag("avx512_bf16") or cpu_has_flag("amx_bf16")
+    n = 4096 if native else 2048
+    try:
+        env = int(os.environ.get("CT_BENCH_BF16_MAX_N", "0"))
+    except ValueError:
+        env = 0
+    return env if 0 < env < n else n
+
+
+def w2_bf16():
+    max_n = bf16_max_n()
+    if max_n < 4096:
+        why = ("CT_BENCH_BF16_MAX_N" if os.environ.get("CT_BENCH_BF16_MAX_N")
+               else "no avx512_bf16/amx_bf16 in /proc/cpuinfo")
+        print(f"# W2-bf16: sizes up to {max_n} ({why})", flush=True)
+    for n in (1024, 2048, 4096):
+        if n > max_n:
+            break
+        A = torch.rand(n, n, device=DEVICE, dtype=torch.bfloat16)
+        B = torch.rand(n, n, device=DEVICE, dtype=torch.bfloat16)
+        t = median_time(lambda: A @ B, **plan("W2", 1, 3, 1))
+        print(f"W2-bf16 matmul {n} (GFLOP/s): {2 * n**3 / t / 1e9:.3f}", flush=True)
 
 
 def w3():
@@ -132,12 +190,12 @@ class FashionCNN(nn.Module):
         return self.f2(F.relu(self.f1(x.flatten(1))))
 
 
-def w4():
+def w4(autocast=False):
     net = FashionCNN().to(DEVICE)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.randn(128, 1, 28, 28, device=DEVICE), torch.randint(0, 10, (128,), device=DEVICE)
-    t = median_time(train_step(net, opt, x, y, F.cross_entropy), **plan("W4", 1, 5, 2))
-    print(f"W4 FMNIST CNN train (img/s): {128 / t:.3f}", flush=True)
+    t = median_time(train_step(net, opt, x, y, F.cross_entropy, autocast), **plan("W4", 1, 5, 2))
+    print(f"W4{'-bf16' if autocast else ''} FMNIST CNN train (img/s): {128 / t:.3f}", flush=True)
 
 
 class BasicBlock(nn.Module):
@@ -189,22 +247,53 @@ def resnet18_batch():
             torch.randint(0, 10, (64,), device=DEVICE))
 
 
-def w5():
+def w5(autocast=False):
     r, x, y = resnet18_batch()
     opt = torch.optim.SGD(r.parameters(), lr=0.01, momentum=0.9)
-    t = median_time(train_step(r, opt, x, y, F.cross_entropy), **plan("W5", 1, 3, 1))
-    print(f"W5 ResNet18 CIFAR train (img/s): {64 / t:.3f}", flush=True)
+    t = median_time(train_step(r, opt, x, y, F.cross_entropy, autocast), **plan("W5", 1, 3, 1))
+    print(f"W5{'-bf16' if autocast else ''} ResNet18 CIFAR train (img/s): {64 / t:.3f}", flush=True)
 
 
-def w6():
+def w6(autocast=False):
     r, x, _ = resnet18_batch()
     r.eval()
+
+    def infer():
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
+            r(x)
     with torch.no_grad():
-        t = median_time(lambda: r(x), **plan("W6", 1, 5, 1))
-    print(f"W6 ResNet18 CIFAR infer (img/s): {64 / t:.3f}", flush=True)
+        t = median_time(infer if autocast else (lambda: r(x)), **plan("W6", 1, 5, 1))
+    print(f"W6{'-bf16' if autocast else ''} ResNet18 CIFAR infer (img/s): {64 / t:.3f}", flush=True)
+
+
+def w5_mem():
+    """bench_train's W5-mem: peak allocated bytes of one W5 step after a
+    warm-up step and reset_peak_memory_stats. PyTorch's CPU allocator keeps
+    no statistics, so there is a figure on a CUDA device only."""
+    if DEVICE.type != "cuda":
+        print("# W5-mem: no PyTorch figure on the CPU (its CPU allocator keeps no statistics)", flush=True)
+        return
+    for autocast in (False, True):
+        r, x, y = resnet18_batch()
+        opt = torch.optim.SGD(r.parameters(), lr=0.01, momentum=0.9)
+        step = train_step(r, opt, x, y, F.cross_entropy, autocast)
+        step()
+        sync()
+        torch.cuda.reset_peak_memory_stats(DEVICE)
+        start = torch.cuda.memory_allocated(DEVICE)
+        step()
+        sync()
+        name = "bf16" if autocast else "float32"
+        print(f"# W5-mem {name}: {start / 2**20:.3f} MiB allocated when the step began", flush=True)
+        print(f"W5-mem {name} step peak (MiB): {torch.cuda.max_memory_allocated(DEVICE) / 2**20:.3f}",
+              flush=True)
+        del r, x, y, opt, step
 
 
 WORKLOADS = {"W0": w0, "W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6}
+# Run only when named, as in bench_ops and bench_train.
+NAMED_ONLY = {"W2-bf16": w2_bf16, "W4-bf16": lambda: w4(True), "W5-bf16": lambda: w5(True),
+              "W6-bf16": lambda: w6(True), "W5-mem": w5_mem}
 
 
 def main():
@@ -227,7 +316,10 @@ def main():
               f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}); "
               "timings wait for the device (synchronize)", flush=True)
     for wid in chosen:
-        WORKLOADS[wid]()
+        fn = WORKLOADS.get(wid) or NAMED_ONLY.get(wid)
+        if fn is None:
+            sys.exit(f"torch_workloads.py: unknown workload {wid} (known: {' '.join([*WORKLOADS, *NAMED_ONLY])})")
+        fn()
 
 
 if __name__ == "__main__":
