@@ -213,22 +213,32 @@ static void run_optim(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device
     out[0] = ct_cat(parts, nstate + 1, 0);
 }
 
-/* GradScaler's check-and-unscale (cti_amp_unscale) on a writable view,
- * with NaN/inf in half the variants: out[0] the grad's base after, out[1]
- * the inf flag (compared exactly). inv_scale 1 (no multiply) in every
- * third variant. */
+/* GradScaler's multi-tensor check-and-unscale (cti_amp_unscale): a
+ * writable view followed, in odd variants, by AMP_EXTRA small contiguous
+ * grads (one empty), so that GPU launches group 16 and then the rest; NaN/inf
+ * in half the variants. out[0] every grad's base after, out[1] the inf flag
+ * (compared exactly). inv_scale 1 (no multiply) in every third variant. */
+#define AMP_EXTRA 19
 static void run_amp_unscale(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_device dev,
                             ct_tensor **out, char *desc, size_t dn) {
     ct_shape s;
     bo_layout l;
     variant_shape(v, r, &s, &l);
-    ct_tensor *base, *g = view_target(r, s, &l, dt, vrange(c->range, v), dev, &base);
+    ct_tensor *grads[1 + AMP_EXTRA], *parts[1 + AMP_EXTRA], *base;
+    grads[0] = view_target(r, s, &l, dt, vrange(c->range, v), dev, &base);
+    parts[0] = ct_flatten(base, 0, -1);
+    const int n = v % 2 ? 1 + AMP_EXTRA : 1;
+    for (int k = 1; k < n; k++) {
+        grads[k] = bo_input(r, CT_SHAPE(k == 5 ? 0 : bo_int(r, 1, 40)), dt, vrange(c->range, v + k),
+                            BO_CONTIGUOUS, dev);
+        parts[k] = grads[k];
+    }
     ct_tensor *found = ct_zeros(CT_SHAPE(1), .device = dev);
     const double inv = v % 3 == 0 ? 1.0 : (double)(float)(1.0 / 65536.0) * (v % 3);
     describe(desc, dn, "grad", s, l);
-    snprintf(desc + strlen(desc), dn - strlen(desc), ", inv_scale %g", inv);
-    if (cti_amp_unscale(g, found, inv) != CT_OK) return;
-    out[0] = ct_flatten(base, 0, -1);
+    snprintf(desc + strlen(desc), dn - strlen(desc), ", %d more grads, inv_scale %g", n - 1, inv);
+    if (cti_amp_unscale(grads, n, found, inv) != CT_OK) return;
+    out[0] = ct_cat(parts, n, 0);
     out[1] = found;
 }
 

@@ -113,20 +113,45 @@ ct_tensor *ct_grad_scaler_scale(ct_grad_scaler *s, const ct_tensor *loss) {
 /* 1/scale in double, rounded to float32 (PyTorch's inv_scale tensor). */
 static double inv_scale_of(const ct_grad_scaler *s) { return (double)(float)(1.0 / s->scale); }
 
+static bool same_device(ct_device a, ct_device b) { return a.type == b.type && a.index == b.index; }
+
+/* One fused unscale per device over grads[0..n) (reordered in place so
+ * that each device's grads lie together). */
+static ct_status unscale_by_device(opt_record *r, ct_tensor **grads, int n, double inv) {
+    for (int first = 0; first < n;) {
+        const ct_device dev = grads[first]->storage->device;
+        int end = first + 1;
+        for (int k = end; k < n; k++)
+            if (same_device(grads[k]->storage->device, dev)) {
+                ct_tensor *t = grads[end];
+                grads[end++] = grads[k], grads[k] = t;
+            }
+        ct_tensor *flag = flag_for(r, dev);
+        if (!flag) return ct_last_status();
+        CT_TRY(cti_amp_unscale(grads + first, end - first, flag, inv));
+        first = end;
+    }
+    return CT_OK;
+}
+
 static ct_status unscale(ct_grad_scaler *s, opt_record *r) {
-    const double inv = inv_scale_of(s);
+    ct_tensor **grads = malloc(sizeof *grads * (size_t)(r->opt->n > 0 ? r->opt->n : 1));
+    CT_CHECK_STATUS(grads != NULL, CT_ERR_OOM, "grad_scaler.unscale_: out of memory");
+    int n = 0;
     for (int i = 0; i < r->opt->n; i++) {
         ct_tensor *g = r->opt->p[i].param->grad;
         if (!g) continue;
-        CT_CHECK_STATUS(g->dtype != CT_FLOAT16, CT_ERR_DTYPE,
-                        "grad_scaler.unscale_: Attempting to unscale FP16 gradients. (parameter %d; keep the "
-                        "parameters in float32 and use autocast)", i);
-        ct_tensor *flag = flag_for(r, g->storage->device);
-        if (!flag) return ct_last_status();
-        CT_TRY(cti_amp_unscale(g, flag, inv));
+        if (g->dtype == CT_FLOAT16) {
+            free(grads);
+            return ct_error_set(CT_ERR_DTYPE, "grad_scaler.unscale_: Attempting to unscale FP16 gradients. "
+                                "(parameter %d; keep the parameters in float32 and use autocast)", i);
+        }
+        grads[n++] = g;
     }
-    r->stage = UNSCALED;
-    return CT_OK;
+    const ct_status st = unscale_by_device(r, grads, n, inv_scale_of(s));
+    free(grads);
+    if (st == CT_OK) r->stage = UNSCALED;
+    return st;
 }
 
 ct_status ct_grad_scaler_unscale(ct_grad_scaler *s, ct_optimizer *opt) {

@@ -129,13 +129,15 @@ struct ct_backend_loss {
     ct_status (*adam_update)(const ct_kview *param, const ct_kview *grad, const ct_kview *exp_avg,
                              const ct_kview *exp_avg_sq, const ct_kview *max_exp_avg_sq,
                              const ct_adam_args *a);
-    /* GradScaler's fused check-and-unscale (PyTorch's
-     * _amp_foreach_non_finite_check_and_unscale_): grad (contiguous,
-     * floating) *= inv_scale in place, skipped when inv_scale is 1 (16-bit
+    /* GradScaler's fused multi-tensor check-and-unscale (PyTorch's
+     * _amp_foreach_non_finite_check_and_unscale_): every one of the `count`
+     * grads (contiguous, floating, any mix of dtypes, all on found_inf's
+     * device) *= inv_scale in place, skipped when inv_scale is 1 (16-bit
      * grads multiply in float, float64 in double); found_inf (one float32
-     * element) becomes 1 if any element of grad is not finite, else is left
-     * as it is. No host synchronisation. */
-    ct_status (*amp_unscale)(const ct_kview *grad, const ct_kview *found_inf, double inv_scale);
+     * element) becomes 1 if any element is not finite, else is left as it
+     * is. GPUs launch one kernel per CT_K_AMP_TENSORS grads. No host
+     * synchronisation. */
+    ct_status (*amp_unscale)(const ct_kview *grads, int count, const ct_kview *found_inf, double inv_scale);
 };
 
 #endif /* CT_CORE_BACKEND_LOSS_H */

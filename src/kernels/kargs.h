@@ -92,6 +92,19 @@ typedef struct ct_koptim {
     ct_ki64 has_s0, has_s2, first, nesterov, maximize, has_wd, decoupled, amsgrad;
 } ct_koptim;
 
+/* GradScaler's check-and-unscale (loss.kh): up to CT_K_AMP_TENSORS
+ * contiguous gradients per launch, one buffer argument each; gradient j
+ * owns items [start[j], start[j + 1]), its element k lies at off[j] + k. 16
+ * buffers and this struct stay under OpenCL's guaranteed 1,024 bytes of
+ * kernel arguments. */
+#define CT_K_AMP_TENSORS 16
+typedef struct ct_kamp {
+    ct_ki64 count, found_off;
+    ct_ki64 start[CT_K_AMP_TENSORS + 1];
+    ct_ki64 off[CT_K_AMP_TENSORS];
+    ct_ki64 dtype[CT_K_AMP_TENSORS];
+} ct_kamp;
+
 #if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)
 _Static_assert(sizeof(ct_kmeta) == (2 * CT_K_MAX_DIMS + 4) * 8, "ct_kmeta: 64-bit fields only");
 _Static_assert(sizeof(ct_kconv) == 21 * 8, "ct_kconv: 64-bit fields only");
@@ -101,6 +114,7 @@ _Static_assert(sizeof(ct_kloss) == 17 * 8, "ct_kloss: 64-bit fields only");
 _Static_assert(sizeof(ct_kpw) == (CT_K_MAX_DIMS + KPW_N * CT_K_MAX_DIMS + 3 * KPW_N + 4) * 8,
                "ct_kpw: 64-bit fields only");
 _Static_assert(sizeof(ct_koptim) == 16 * 8, "ct_koptim: 64-bit fields only");
+_Static_assert(sizeof(ct_kamp) == (3 * CT_K_AMP_TENSORS + 3) * 8, "ct_kamp: 64-bit fields only");
 #endif
 
 #endif /* CT_KERNELS_KARGS_H */

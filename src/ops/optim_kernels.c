@@ -8,6 +8,8 @@
 #include "optim_kernels.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "core/backend_loss.h"
 #include "loss.h"
@@ -195,27 +197,43 @@ ct_status cti_adam_update(ct_tensor *param, const ct_tensor *grad, ct_tensor *ex
 
 /* ---- GradScaler ------------------------------------------------------------------------------ */
 
-ct_status cti_amp_unscale(ct_tensor *grad, ct_tensor *found_inf, double inv_scale) {
-    const char *op = "amp_unscale";
-    if (!grad || !found_inf) return cti_loss_null_status(op);
+static bool check_amp_grad(const char *op, int k, ct_tensor *grad, const ct_tensor *found_inf) {
+    CT_CHECK_RET(grad != NULL, false, CT_ERR_INVALID_ARG, "%s: grads[%d] is NULL", op, k);
     const ct_tensor *both[2] = {grad, found_inf};
-    if (!ct_check_same_device(op, both, 2)) return ct_last_status();
-    CT_CHECK_STATUS(ct_dtype_is_floating(grad->dtype), CT_ERR_DTYPE, "%s: grad must be floating point, got %s",
-                    op, ct_dtype_name(grad->dtype));
+    if (!ct_check_same_device(op, both, 2)) return false;
+    CT_CHECK_RET(ct_dtype_is_floating(grad->dtype), false, CT_ERR_DTYPE,
+                 "%s: grads[%d] must be floating point, got %s", op, k, ct_dtype_name(grad->dtype));
+    char what[32];
+    snprintf(what, sizeof what, "grads[%d]", k);
+    return check_writable(op, what, grad);
+}
+
+ct_status cti_amp_unscale(ct_tensor *const *grads, int count, ct_tensor *found_inf, double inv_scale) {
+    const char *op = "amp_unscale";
+    if (!grads || !found_inf) return cti_loss_null_status(op);
     CT_CHECK_STATUS(found_inf->dtype == CT_FLOAT32 && ct_shape_numel(found_inf->shape, found_inf->ndim) == 1,
                     CT_ERR_INVALID_ARG, "%s: found_inf must be a float32 tensor of one element, got %s", op,
                     ct_dtype_name(found_inf->dtype));
-    opt_operand ops[1] = {{grad, NULL, true}};
-    static const char *const names[1] = {"grad"};
-    if (!check_operands(op, ops, names, 1)) return ct_last_status();
-    if (ct_shape_numel(grad->shape, grad->ndim) == 0) return CT_OK;
+    for (int k = 0; k < count; k++)
+        if (!check_amp_grad(op, k, grads[k], found_inf)) return ct_last_status();
+    if (count == 0) return CT_OK;
+    opt_operand *ops = calloc((size_t)count, sizeof *ops);
+    ct_kview *views = calloc((size_t)count, sizeof *views);
     ct_status st = CT_OK;
-    if (!acquire(ops, 1)) {
+    if (!ops || !views) {
+        st = ct_error_set(CT_ERR_OOM, "%s: out of memory for %d gradients", op, count);
+        count = 0;
+    }
+    for (int k = 0; k < count; k++) ops[k] = (opt_operand){grads[k], NULL, true};
+    if (count && !acquire(ops, count)) {
         st = ct_last_status();
-    } else {
-        ct_kview kg = ct_kview_of(ops[0].work), kf = ct_kview_of(found_inf);
-        st = CTI_LOSS_CALL(grad, amp_unscale, op, &kg, &kf, inv_scale);
+    } else if (count) {
+        for (int k = 0; k < count; k++) views[k] = ct_kview_of(ops[k].work);
+        ct_kview kf = ct_kview_of(found_inf);
+        st = CTI_LOSS_CALL(found_inf, amp_unscale, op, views, count, &kf, inv_scale);
         if (st == CT_OK) ct_tensor_bump_version(found_inf);
     }
-    return release(ops, 1, st);
+    st = release(ops, count, st);
+    free(ops), free(views);
+    return st;
 }

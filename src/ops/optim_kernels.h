@@ -59,10 +59,11 @@ ct_status cti_adam_update(ct_tensor *param, const ct_tensor *grad, ct_tensor *ex
                           ct_tensor *exp_avg_sq, ct_tensor *max_exp_avg_sq,
                           const cti_adam_options *o, int64_t step);
 
-/* GradScaler's unscale of one gradient (PyTorch's
- * _amp_foreach_non_finite_check_and_unscale_, per tensor): grad *= inv_scale
- * in place, and found_inf (a float32 tensor of one element on grad's
- * device) is set to 1 if grad holds an inf or NaN. Never reads back. */
-ct_status cti_amp_unscale(ct_tensor *grad, ct_tensor *found_inf, double inv_scale);
+/* GradScaler's unscale of the gradients of one device (PyTorch's
+ * _amp_foreach_non_finite_check_and_unscale_): every grad *= inv_scale in
+ * place, and found_inf (a float32 tensor of one element on the grads'
+ * device) is set to 1 if any grad holds an inf or NaN. One fused kernel
+ * for many grads (backend_loss.h); never reads back. */
+ct_status cti_amp_unscale(ct_tensor *const *grads, int count, ct_tensor *found_inf, double inv_scale);
 
 #endif /* CT_OPS_OPTIM_KERNELS_H */

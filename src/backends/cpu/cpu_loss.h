@@ -15,7 +15,7 @@ ct_status ct_cpu_adam_update(const ct_kview *param, const ct_kview *grad, const 
                              const ct_kview *exp_avg_sq, const ct_kview *max_exp_avg_sq,
                              const ct_adam_args *a);
 /* GradScaler's fused check-and-unscale (backend_loss.h's amp_unscale). */
-ct_status ct_cpu_amp_unscale(const ct_kview *grad, const ct_kview *found_inf, double inv_scale);
+ct_status ct_cpu_amp_unscale(const ct_kview *grads, int count, const ct_kview *found_inf, double inv_scale);
 
 extern const struct ct_backend_loss ct_cpu_loss_ops;
 

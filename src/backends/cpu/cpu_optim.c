@@ -251,7 +251,7 @@ ct_status ct_cpu_adam_update(const ct_kview *param, const ct_kview *grad, const 
 
 /* float32 in place, float (16-bit) or double (float64) products rounded
  * once, as the device kernel (ct_k_amp_unscale). */
-ct_status ct_cpu_amp_unscale(const ct_kview *grad, const ct_kview *found_inf, double inv_scale) {
+static bool unscale_one(const ct_kview *grad, double inv_scale) {
     const int64_t n = ct_cpu_numel(grad);
     const float inv = (float)inv_scale;
     bool found = false;
@@ -269,6 +269,12 @@ ct_status ct_cpu_amp_unscale(const ct_kview *grad, const ct_kview *found_inf, do
             if (inv != 1.0f) ct_cpu_store(ELEM(grad, i), grad->dtype, wide ? v * (double)inv : (double)((float)v * inv));
         }
     }
+    return found;
+}
+
+ct_status ct_cpu_amp_unscale(const ct_kview *grads, int count, const ct_kview *found_inf, double inv_scale) {
+    bool found = false;
+    for (int k = 0; k < count; k++) found |= unscale_one(&grads[k], inv_scale);
     if (found) *(float *)(void *)ct_cpu_base(found_inf) = 1.0f;
     return CT_OK;
 }

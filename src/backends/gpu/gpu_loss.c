@@ -253,15 +253,40 @@ static ct_status gpu_adam_update(const ct_kview *param, const ct_kview *grad, co
     return launch_optim(param, CT_KID(ct_k_adam_d), CT_KID(ct_k_adam_f), args, 5, &o, k, 9);
 }
 
-static ct_status gpu_amp_unscale(const ct_kview *grad, const ct_kview *found_inf, double inv_scale) {
-    CT_TRY(check_input(grad, "amp_unscale"));
-    int64_t off = grad->offset, n = ct_gpu_meta_of(grad).numel, dt = grad->dtype, found_off = found_inf->offset;
-    if (n == 0) return CT_OK;
-    const float s = (float)inv_scale;
-    void *bg = buf_of(grad), *bf = buf_of(found_inf);
-    ct_gpu_arg args[] = {CT_GPU_ARG(bg), CT_GPU_ARG(off), CT_GPU_ARG(n),        CT_GPU_ARG(dt),
-                         CT_GPU_ARG(s),  CT_GPU_ARG(bf),  CT_GPU_ARG(found_off)};
-    return launch_items(grad, CT_KID(ct_k_amp_unscale), args, NARGS(args), n);
+/* One launch for a group of up to CT_K_AMP_TENSORS non-empty grads. */
+static ct_status launch_amp_group(const ct_kview *const *group, int count, const ct_kview *found_inf,
+                                  float inv_scale) {
+    ct_kamp a;
+    memset(&a, 0, sizeof a);
+    void *bufs[CT_K_AMP_TENSORS] = {NULL};
+    ct_gpu_arg args[CT_K_AMP_TENSORS + 3];
+    a.count = count, a.found_off = found_inf->offset;
+    for (int j = 0; j < count; j++) {
+        a.off[j] = group[j]->offset, a.dtype[j] = group[j]->dtype;
+        a.start[j + 1] = a.start[j] + ct_gpu_meta_of(group[j]).numel;
+        bufs[j] = buf_of(group[j]);
+    }
+    for (int j = 0; j < CT_K_AMP_TENSORS; j++) args[j] = CT_GPU_ARG(bufs[j]);
+    void *bf = buf_of(found_inf);
+    args[CT_K_AMP_TENSORS] = CT_GPU_ARG(a);
+    args[CT_K_AMP_TENSORS + 1] = CT_GPU_ARG(inv_scale);
+    args[CT_K_AMP_TENSORS + 2] = CT_GPU_ARG(bf);
+    return launch_items(found_inf, CT_KID(ct_k_amp_unscale), args, NARGS(args), a.start[count]);
+}
+
+static ct_status gpu_amp_unscale(const ct_kview *grads, int count, const ct_kview *found_inf, double inv_scale) {
+    const ct_kview *group[CT_K_AMP_TENSORS];
+    int n = 0;
+    for (int k = 0; k < count; k++) {
+        CT_TRY(check_input(&grads[k], "amp_unscale"));
+        if (ct_gpu_meta_of(&grads[k]).numel == 0) continue;
+        group[n++] = &grads[k];
+        if (n == CT_K_AMP_TENSORS) {
+            CT_TRY(launch_amp_group(group, n, found_inf, (float)inv_scale));
+            n = 0;
+        }
+    }
+    return n ? launch_amp_group(group, n, found_inf, (float)inv_scale) : CT_OK;
 }
 
 const struct ct_backend_loss ct_gpu_loss_ops = {
