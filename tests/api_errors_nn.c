@@ -22,6 +22,15 @@ static ct_module *mse_criterion(void) {
     return g_mse_criterion;
 }
 
+/* A module with private state and no state clone function, for
+ * ct_module_clone's row (held here, so not a leak; the state is static). */
+static ct_module *g_stateful;
+static ct_module *stateful_module(void) {
+    static int state;
+    if (!g_stateful) g_stateful = ct_module_new("Stateful", echo_forward, &state, NULL);
+    return g_stateful;
+}
+
 static void rows_modules(void) {
     ct_tensor *params[4];
     const char *names[4];
@@ -39,6 +48,14 @@ static void rows_modules(void) {
     PROP_STATUS(ct_module_to_checked, (NM, ct_device_cpu()), "module.to: NULL module");
     PROP_STATUS(ct_module_to_checked, (NM, BAD_DEV), "module.to: NULL module"); /* the object first */
     ERR_STATUS(ct_module_to_checked, (F.m, BAD_DEV), "Device index");
+    PROP_PTR_SAYS(ct_module_clone, (NM, ct_device_cpu()), "module_clone: NULL module");
+    PROP_PTR_SAYS(ct_module_clone, (NM, BAD_DEV), "module_clone: NULL module"); /* the object first */
+    ERR_PTR(ct_module_clone, (F.m, BAD_DEV), "Device index");
+    ERR_PTR(ct_module_clone, (stateful_module(), ct_device_cpu()),
+            "module_clone: Stateful has private state that ctorch cannot copy; give it a state clone function "
+            "with ct_module_set_state_clone(module, fn)");
+    QUIET_VAL(ct_module_clone, (F.seq, ct_device_cpu()), r_ && (ct_module_free(r_), true));
+    PROP_STATUS(ct_module_set_state_clone, (NM, NULL), "module_set_state_clone: NULL module");
     PROP_VOID(ct_module_train, (NM, true));
     PROP_VAL(ct_module_is_training, (NM), !r_);
     PROP_VAL(ct_module_type, (NM), r_ == NULL);

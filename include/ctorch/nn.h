@@ -31,6 +31,10 @@ typedef struct ct_module ct_module;
 
 /* The forward function of a module: returns a new reference or NULL. */
 typedef ct_tensor *(*ct_forward_fn)(ct_module *self, const ct_tensor *input);
+/* Copies a module's private state for ct_module_clone: returns a new state
+ * that the clone owns (freed with the module's free_state), or NULL with
+ * ct_set_error on failure. */
+typedef void *(*ct_state_clone_fn)(const void *state);
 
 /* ---- using modules ---- */
 CT_API ct_tensor *ct_forward(ct_module *m, const ct_tensor *input);
@@ -48,6 +52,18 @@ CT_API void ct_module_free(ct_module *m);
  * `m = ct_module_to(m, dev)`. */
 CT_API ct_module *ct_module_to(ct_module *m, ct_device device);
 CT_API ct_status ct_module_to_checked(ct_module *m, ct_device device);
+/* copy.deepcopy(m).to(device): a new module (the caller frees it) with
+ * m's structure, sharing nothing with m. Each module of the tree is copied
+ * with its type, forward function, printed options, training flag, private
+ * state (see ct_module_set_state_clone) and children under the same names
+ * in the same order; each parameter and buffer becomes a new contiguous
+ * tensor on device with the same values, dtype and requires_grad, and a
+ * parameter's .grad is copied too, as deepcopy does (optimizers made for m
+ * do not see the copy). A tensor registered twice in m (tied weights) is
+ * one tensor in the copy too. On failure — a module whose state cannot be
+ * copied (the error names it), out of memory on device — it returns NULL
+ * with the error set, having freed everything it made; m is unchanged. */
+CT_API ct_module *ct_module_clone(const ct_module *m, ct_device device);
 CT_API void ct_module_train(ct_module *m, bool training);   /* recursive */
 #define ct_module_eval(m) ct_module_train((m), false)
 CT_API bool ct_module_is_training(const ct_module *m);
@@ -74,6 +90,15 @@ CT_API ct_status ct_module_print(const ct_module *m);
  * free_state when the module is freed). */
 CT_API ct_module *ct_module_new(const char *type, ct_forward_fn forward, void *state, void (*free_state)(void *));
 CT_API void *ct_module_state(ct_module *m);
+/* How ct_module_clone copies m's private state (m's own, not its
+ * children's): with clone_state, whose result the clone frees with the
+ * same free_state. A module with state and no clone function cannot be
+ * cloned (ct_module_clone fails naming it); one without state needs none.
+ * The built-in layers have theirs. State should hold options, not pointers
+ * to the module's tensors or children: a forward function finds those by
+ * name (ct_module_param, ct_module_child), and so finds the clone's. NULL
+ * clone_state removes the function. */
+CT_API ct_status ct_module_set_state_clone(ct_module *m, ct_state_clone_fn clone_state);
 /* Register a parameter (takes the reference you pass; sets requires_grad),
  * a buffer (takes the reference), or a child (takes ownership). Names
  * follow PyTorch: no dots, unique within the module. */

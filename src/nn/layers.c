@@ -73,11 +73,8 @@ ct_module *ct_nn_flatten(int start_dim, int end_dim) {
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "Flatten: out of memory");
     s->start = start_dim;
     s->end = end_dim;
-    ct_module *m = ct_module_new("Flatten", flatten_forward, s, free);
-    if (!m) {
-        free(s);
-        return NULL;
-    }
+    ct_module *m = cti_module_new_plain("Flatten", flatten_forward, s, sizeof *s);
+    if (!m) return NULL;
     ct_module_set_extra_repr(m, "start_dim=%d, end_dim=%d", start_dim, end_dim);
     return m;
 }

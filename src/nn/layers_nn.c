@@ -59,8 +59,8 @@ ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kerne
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "Conv2d: out of memory");
     int64_t st = o.stride ? o.stride : 1, dil = o.dilation ? o.dilation : 1;
     *s = (conv_state){{st, st}, {o.padding, o.padding}, {dil, dil}, groups};
-    ct_module *m = ct_module_new("Conv2d", conv_forward, s, free);
-    if (!m) return free(s), NULL;
+    ct_module *m = cti_module_new_plain("Conv2d", conv_forward, s, sizeof *s);
+    if (!m) return NULL;
     double fan_in = (double)(in_channels / groups * kernel_size * kernel_size), bound = 1.0 / sqrt(fan_in);
     if (ct_module_add_parameter(m, "weight",
                                 uniform_init(CT_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size), bound)))
@@ -97,8 +97,8 @@ ct_module *cti_conv2d_like(const ct_module *like, ct_tensor *weight, ct_tensor *
         ct_error_set(CT_ERR_OOM, "Conv2d: out of memory");
     if (!s) return ct_decref(weight), ct_decref(bias), NULL;
     *s = *(const conv_state *)like->state;
-    ct_module *m = ct_module_new("Conv2d", conv_forward, s, free);
-    if (!m) return free(s), ct_decref(weight), ct_decref(bias), NULL;
+    ct_module *m = cti_module_new_plain("Conv2d", conv_forward, s, sizeof *s);
+    if (!m) return ct_decref(weight), ct_decref(bias), NULL;
     if (ct_module_add_parameter(m, "weight", weight)) return ct_decref(bias), fail_free(m);
     if (bias && ct_module_add_parameter(m, "bias", bias)) return fail_free(m);
     char extra[64] = "";
@@ -138,8 +138,8 @@ static ct_module *batchnorm(const char *type, int expect_dims, int64_t features,
     bn_state *s = malloc(sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "%s: out of memory", type);
     *s = (bn_state){o.eps ? o.eps : 1e-5, o.momentum ? o.momentum : 0.1, expect_dims};
-    ct_module *m = ct_module_new(type, bn_forward, s, free);
-    if (!m) return free(s), NULL;
+    ct_module *m = cti_module_new_plain(type, bn_forward, s, sizeof *s);
+    if (!m) return NULL;
     if (ct_module_add_parameter(m, "weight", filled(CT_SHAPE(features), 1.0, CT_FLOAT32)) ||
         ct_module_add_parameter(m, "bias", filled(CT_SHAPE(features), 0.0, CT_FLOAT32)) ||
         ct_module_add_buffer(m, "running_mean", filled(CT_SHAPE(features), 0.0, CT_FLOAT32)) ||
@@ -179,8 +179,8 @@ ct_module *ct_nn_layernorm(ct_shape normalized_shape, double eps) {
     ln_state *s = malloc(sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "LayerNorm: out of memory");
     *s = (ln_state){normalized_shape, eps > 0 ? eps : 1e-5};
-    ct_module *m = ct_module_new("LayerNorm", ln_forward, s, free);
-    if (!m) return free(s), NULL;
+    ct_module *m = cti_module_new_plain("LayerNorm", ln_forward, s, sizeof *s);
+    if (!m) return NULL;
     if (ct_module_add_parameter(m, "weight", filled(normalized_shape, 1.0, CT_FLOAT32)) ||
         ct_module_add_parameter(m, "bias", filled(normalized_shape, 0.0, CT_FLOAT32)))
         return fail_free(m);
@@ -201,8 +201,8 @@ ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t dim, int64_t padding_
     int64_t *s = malloc(sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "Embedding: out of memory");
     *s = padding_idx;
-    ct_module *m = ct_module_new("Embedding", emb_forward, s, free);
-    if (!m) return free(s), NULL;
+    ct_module *m = cti_module_new_plain("Embedding", emb_forward, s, sizeof *s);
+    if (!m) return NULL;
     ct_tensor *w = normal_init(CT_SHAPE(num_embeddings, dim), 1.0);
     if (w && padding_idx != CT_NO_PADDING_IDX) CT_NO_GRAD CT_SCOPE { /* the padding row starts at zero, as in PyTorch */
         ct_fill_(ct_select(w, 0, padding_idx), 0.0);
@@ -221,8 +221,8 @@ ct_module *ct_nn_dropout(double p) {
     double *s = malloc(sizeof *s);
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "Dropout: out of memory");
     *s = p;
-    ct_module *m = ct_module_new("Dropout", dropout_forward, s, free);
-    if (!m) return free(s), NULL;
+    ct_module *m = cti_module_new_plain("Dropout", dropout_forward, s, sizeof *s);
+    if (!m) return NULL;
     ct_module_set_extra_repr(m, "p=%g, inplace=False", p);
     return m;
 }
@@ -267,8 +267,8 @@ static ct_module *pool(const char *type, ct_forward_fn fwd, int64_t k, int64_t s
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "%s: out of memory", type);
     int64_t st = stride ? stride : k;
     *s = (pool_state){{k, k2}, {st, st}, {padding, padding}};
-    ct_module *m = ct_module_new(type, fwd, s, free);
-    if (!m) return free(s), NULL;
+    ct_module *m = cti_module_new_plain(type, fwd, s, sizeof *s);
+    if (!m) return NULL;
     if (fwd == adaptive_forward)
         ct_module_set_extra_repr(m, "output_size=(%lld, %lld)", (long long)k, (long long)k2);
     else

@@ -54,8 +54,8 @@ static ct_module *make_loss(loss_kind kind, ct_loss_opts o) {
     CT_CHECK_NULL(s != NULL, CT_ERR_OOM, "%s: out of memory", type);
     *s = (loss_state){kind, o};
     s->o.weight = s->o.pos_weight = NULL;
-    ct_module *m = ct_module_new(type, loss_forward, s, free);
-    if (!m) return free(s), NULL;
+    ct_module *m = cti_module_new_plain(type, loss_forward, s, sizeof *s); /* plain: no tensors in s->o */
+    if (!m) return NULL;
     /* ct_module_add_buffer takes the detached handle's reference, in a scope or not */
     if ((o.weight && ct_module_add_buffer(m, "weight", ct_detach(o.weight))) ||
         (o.pos_weight && ct_module_add_buffer(m, "pos_weight", ct_detach(o.pos_weight)))) {

@@ -1,7 +1,8 @@
 /*
  * module.c — the module object: registration of parameters, buffers and
  * children; traversal with PyTorch's dotted names; train/eval; moving to a
- * device in place; printing like PyTorch's repr.
+ * device in place; printing like PyTorch's repr. (Copies of a module:
+ * module_clone.c.)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,16 @@ ct_module *ct_module_new(const char *type, ct_forward_fn forward, void *state, v
     m->state = state;
     m->free_state = free_state;
     m->training = true;
+    return m;
+}
+
+ct_module *cti_module_new_plain(const char *type, ct_forward_fn forward, void *state, size_t size) {
+    ct_module *m = ct_module_new(type, forward, state, free);
+    if (!m) {
+        free(state);
+        return NULL;
+    }
+    m->state_size = size;
     return m;
 }
 

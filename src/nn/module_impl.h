@@ -23,6 +23,12 @@ struct ct_module {
     ct_forward_fn forward;
     void *state;
     void (*free_state)(void *);
+    /* How ct_module_clone copies state: with clone_state (set by the user,
+     * ct_module_set_state_clone) or, for built-in layers whose state is
+     * plain data, by copying state_size bytes; state without either cannot
+     * be cloned. */
+    ct_state_clone_fn clone_state;
+    size_t state_size;
     bool training;
     named_tensor *params, *buffers;
     int nparams, nbuffers, cap_params, cap_buffers;
@@ -31,6 +37,11 @@ struct ct_module {
     char **names;              /* dotted names handed out by parameters()/buffers() */
     int nnames;
 };
+
+/* A module owning state that is plain data (no pointers to tensors,
+ * modules or other memory; malloc'd, freed with free): ct_module_clone
+ * copies its size bytes. On failure the state is freed. */
+ct_module *cti_module_new_plain(const char *type, ct_forward_fn forward, void *state, size_t size);
 
 /* Set the text shown inside the parentheses when the module is printed. */
 void ct_module_set_extra_repr(ct_module *m, const char *fmt, ...);
