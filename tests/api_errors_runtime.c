@@ -196,7 +196,26 @@ static void rows_functional(void) {
             "binary_cross_entropy_with_logits() got an unexpected keyword argument 'ignore_index'");
 }
 
+/* No process group is initialized here (test_dist.c covers a live one):
+ * every collective refuses with PyTorch's message. */
+static void rows_distributed(void) {
+    const char *no_group = "Default process group has not been initialized";
+    ERR_STATUS(ct_dist_init_process_group, ((ct_dist_opts){.backend = "gloo"}), "backend 'gloo' is not available");
+    ERR_STATUS(ct_dist_init_process_group, ((ct_dist_opts){.timeout_s = -1}), "timeout must be >= 0 seconds");
+    ERR_STATUS(ct_dist_destroy_process_group, (), no_group);
+    ERR_STATUS(ct_dist_all_reduce, (F.t, CT_DIST_SUM), no_group);
+    ERR_STATUS(ct_dist_broadcast, (F.t, 0), no_group);
+    ERR_STATUS(ct_dist_all_gather, (F.t, F.t), no_group);
+    ERR_STATUS(ct_dist_reduce_scatter, (F.t, F.t, CT_DIST_SUM), no_group);
+    ERR_STATUS(ct_dist_barrier, (), no_group);
+    ERR_PTR(ct_dist_all_reduce_async, (F.t, CT_DIST_SUM), no_group);
+    QUIET_VAL(ct_work_is_completed, (NULL), !r_);
+    ERR_STATUS(ct_work_wait, (NULL), "work.wait: NULL work");
+    QUIET_VOID(ct_work_free, (NULL));
+}
+
 static void rows_runtime(void) {
+    rows_distributed();
     rows_streams();
     rows_memory();
     rows_autograd_backends();

@@ -5,6 +5,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev zlib1g-dev
+          openmpi-bin libopenmpi-dev
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev clinfo
           dataset-fashion-mnist "$@")
 

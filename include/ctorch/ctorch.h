@@ -22,5 +22,6 @@
 #include "summary.h"
 #include "backends.h"
 #include "amp.h"
+#include "distributed.h"
 
 #endif /* CTORCH_CTORCH_H */

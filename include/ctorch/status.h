@@ -53,7 +53,8 @@ typedef enum ct_status {
     CT_ERR_INDEX = 9,        /* an index is out of bounds                     */
     CT_ERR_BACKEND = 10,     /* a backend library reported a failure         */
     CT_ERR_INTERNAL = 11,    /* a bug in ctorch: please report it             */
-    CT_ERR_STATE = 12        /* the call is not valid in the current state    */
+    CT_ERR_STATE = 12,       /* the call is not valid in the current state    */
+    CT_ERR_TIMEOUT = 13      /* a collective or a wait ran past its deadline  */
 } ct_status;
 
 /* The code of the last error raised on this thread (CT_OK if none since the

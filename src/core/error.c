@@ -45,14 +45,14 @@ ct_status ct_error_set(ct_status code, const char *fmt, ...) {
  * not an error would make a failure look like success to the caller, so it
  * is recorded (and returned) as CT_ERR_INVALID_ARG, with the message. */
 ct_status ct_set_error(ct_status code, const char *fmt, ...) {
-    if (!fmt) return ct_error_set(code > CT_OK && code <= CT_ERR_STATE ? code : CT_ERR_INVALID_ARG,
+    if (!fmt) return ct_error_set(code > CT_OK && code <= CT_ERR_TIMEOUT ? code : CT_ERR_INVALID_ARG,
                                   "ct_set_error: NULL format string (code %s)", ct_status_str(code));
     char msg[CT_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (code <= CT_OK || code > CT_ERR_STATE)
+    if (code <= CT_OK || code > CT_ERR_TIMEOUT)
         return ct_error_set(CT_ERR_INVALID_ARG, "ct_set_error: code %d is not an error code (message: %s)",
                             (int)code, msg);
     return ct_error_set(code, "%s", msg);
@@ -99,6 +99,7 @@ const char *ct_status_str(ct_status s) {
     case CT_ERR_BACKEND: return "CT_ERR_BACKEND";
     case CT_ERR_INTERNAL: return "CT_ERR_INTERNAL";
     case CT_ERR_STATE: return "CT_ERR_STATE";
+    case CT_ERR_TIMEOUT: return "CT_ERR_TIMEOUT";
     }
     return "CT_ERR_UNKNOWN";
 }

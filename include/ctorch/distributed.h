@@ -1,0 +1,91 @@
+/*
+ * ctorch/distributed.h — torch.distributed's process group and collectives,
+ * over MPI: one process per rank, started by `mpirun -np N` (or srun), the
+ * transport clusters already use. CPU tensors go to MPI directly; device
+ * tensors are staged through host memory.
+ *
+ *     dist.init_process_group("mpi")        ct_dist_init_process_group((ct_dist_opts){0});
+ *     rank = dist.get_rank()                int rank = ct_dist_get_rank();
+ *     dist.all_reduce(t, op=ReduceOp.SUM)   ct_dist_all_reduce(t, CT_DIST_SUM);
+ *     work = dist.all_reduce(t, async_op=True)
+ *     work.wait()                           ct_work *w = ct_dist_all_reduce_async(t, CT_DIST_SUM);
+ *                                           ct_work_wait(w); ct_work_free(w);
+ *     dist.destroy_process_group()          ct_dist_destroy_process_group();
+ *
+ * Every collective is called by every rank in the same order with tensors
+ * of the same dtype and shape; ctorch checks this (a small extra exchange)
+ * and fails on every rank with the shapes it saw, where MPI would corrupt
+ * memory or hang. Every wait has a deadline (the group's timeout, 30
+ * minutes by default as PyTorch's): a rank that never arrives makes the
+ * others fail with CT_ERR_TIMEOUT, never hang. After a timeout or an
+ * error inside MPI the group is broken: later collectives fail at once,
+ * and the program should exit with an error (mpirun then ends the job).
+ * A rank that dies makes mpirun end the others.
+ */
+#ifndef CTORCH_DISTRIBUTED_H
+#define CTORCH_DISTRIBUTED_H
+
+#include <stdbool.h>
+
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* torch.distributed.ReduceOp. AVG divides the sum by the world size
+ * (integer tensors: truncated, as PyTorch). */
+typedef enum ct_dist_reduce_op { CT_DIST_SUM, CT_DIST_AVG, CT_DIST_MAX, CT_DIST_MIN } ct_dist_reduce_op;
+
+/* init_process_group's options; zero fields mean PyTorch's defaults. */
+typedef struct ct_dist_opts {
+    const char *backend; /* "mpi" (NULL: "mpi") */
+    double timeout_s;    /* deadline of each collective; 0: 1800 s */
+} ct_dist_opts;
+
+/* Whether this build has a distributed transport (MPI). */
+CT_API bool ct_dist_is_available(void);
+/* Joins the default process group: rank and world size come from the MPI
+ * launch. RANK and WORLD_SIZE, when set (torchrun's variables), must agree
+ * with MPI's. A second call fails ("trying to initialize the default
+ * process group twice!"). */
+CT_API ct_status ct_dist_init_process_group(ct_dist_opts opts);
+CT_API bool ct_dist_is_initialized(void);
+/* -1 when no group is initialized. */
+CT_API int ct_dist_get_rank(void);
+CT_API int ct_dist_get_world_size(void);
+/* Leaves the group (MPI_Finalize); the group cannot be joined again in this
+ * process, as MPI allows one initialisation per process. */
+CT_API ct_status ct_dist_destroy_process_group(void);
+
+/* ---- collectives (every rank calls them, in the same order) ---- */
+/* t = op over every rank's t, in place, on every rank. */
+CT_API ct_status ct_dist_all_reduce(ct_tensor *t, ct_dist_reduce_op op);
+/* t = rank src's t, on every rank. */
+CT_API ct_status ct_dist_broadcast(ct_tensor *t, int src);
+/* out ([world_size * n, ...]: the ranks' inputs concatenated along dim 0)
+ * from each rank's input. all_gather_into_tensor. */
+CT_API ct_status ct_dist_all_gather(ct_tensor *out, const ct_tensor *input);
+/* out (input's shape with dim 0 divided by the world size) = rank r's
+ * slice r of op over every rank's input. reduce_scatter_tensor. */
+CT_API ct_status ct_dist_reduce_scatter(ct_tensor *out, const ct_tensor *input, ct_dist_reduce_op op);
+CT_API ct_status ct_dist_barrier(void);
+
+/* ---- asynchronous form (async_op=True) ---- */
+typedef struct ct_work ct_work;
+/* Starts an all-reduce and returns at once; t must not be read or written
+ * until ct_work_wait returns. NULL with the error set on failure. */
+CT_API ct_work *ct_dist_all_reduce_async(ct_tensor *t, ct_dist_reduce_op op);
+/* Whether the operation has finished (it also makes MPI progress). */
+CT_API bool ct_work_is_completed(ct_work *w);
+/* Waits (up to the group's timeout) and finishes the operation. */
+CT_API ct_status ct_work_wait(ct_work *w);
+/* Frees a work handle; an unfinished one is waited for first. */
+CT_API void ct_work_free(ct_work *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CTORCH_DISTRIBUTED_H */

@@ -1,0 +1,224 @@
+/*
+ * test_dist.c — torch.distributed's process group and collectives over MPI
+ * (ctorch/distributed.h). ctest runs it twice: alone (a world of one) and
+ * under `mpirun -np 2` (test_dist_np2), where every rank checks the values
+ * every other rank contributed. Values are small integers, exact in every
+ * dtype, so results are compared exactly, including float16/bfloat16
+ * (staged through float32), non-contiguous views and OpenCL tensors
+ * (staged through host memory). Also the errors: ranks that disagree on
+ * shapes (an error on every rank, naming both shapes), bad ranks, a
+ * reduce_scatter that does not divide, a second init.
+ * (test_dist_fail.sh covers a rank that stops or hangs.)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctorch/distributed.h"
+#include "testutil.h"
+
+/* OpenMPI keeps its initialisation buffers until exit, by design. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+    return "leak:libmpi\nleak:libopen-pal\nleak:libopen-rte\nleak:libevent\nleak:libhwloc\n";
+}
+
+static int rank, world;
+
+/* [n] with element i = (rank + 1) * (i + 1), in dt on dev. */
+static ct_tensor *ranked(int64_t n, ct_dtype dt, ct_device dev) {
+    return ct_mul_scalar(ct_arange(1, (double)n + 1, 1, .dtype = dt, .device = dev), rank + 1);
+}
+
+static void expect_values(const char *what, ct_tensor *t, const double *want, int64_t n) {
+    CT_EXPECT_MSG(t != NULL, "%s: %s", what, ct_last_error());
+    if (!t) return;
+    double *got = ct_test_values(t);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != want[i] && bad++ < 3)
+            ct_test_fail(__FILE__, __LINE__, "%s (rank %d): element %lld is %g, expected %g", what, rank,
+                         (long long)i, got[i], want[i]);
+    free(got);
+}
+
+static void test_init(void) {
+    CT_EXPECT(ct_dist_is_available());
+    CT_EXPECT(!ct_dist_is_initialized());
+    CT_EXPECT_INT_EQ(ct_dist_get_rank(), -1);
+    CT_EXPECT_INT_EQ(ct_dist_all_reduce(NULL, CT_DIST_SUM), CT_ERR_STATE);
+    CT_EXPECT_ERROR(CT_ERR_STATE, "has not been initialized");
+    CT_EXPECT_INT_EQ(ct_dist_init_process_group((ct_dist_opts){.backend = "nccl"}), CT_ERR_UNSUPPORTED);
+    CT_EXPECT_ERROR(CT_ERR_UNSUPPORTED, "backend 'nccl'");
+    CT_EXPECT_INT_EQ(ct_dist_init_process_group((ct_dist_opts){0}), CT_OK);
+    rank = ct_dist_get_rank(), world = ct_dist_get_world_size();
+    CT_EXPECT(ct_dist_is_initialized() && rank >= 0 && rank < world);
+    CT_EXPECT_INT_EQ(ct_dist_init_process_group((ct_dist_opts){0}), CT_ERR_STATE);
+    CT_EXPECT_ERROR(CT_ERR_STATE, "trying to initialize the default process group twice!");
+    printf("  rank %d of %d\n", rank, world);
+}
+
+/* Sum over ranks r of (r + 1) = world (world + 1) / 2. */
+static void test_all_reduce_ops(void) {
+    const ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT64, CT_INT64, CT_INT32, CT_BFLOAT16, CT_FLOAT16};
+    const int64_t n = 12;
+    double sum[12], avg[12], max[12], min[12];
+    for (int64_t i = 0; i < n; i++) {
+        sum[i] = (double)(i + 1) * world * (world + 1) / 2;
+        max[i] = (double)(i + 1) * world, min[i] = (double)(i + 1);
+        avg[i] = sum[i] / world;
+    }
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) CT_SCOPE {
+        const ct_device cpu = ct_device_cpu();
+        ct_tensor *t[4];
+        const ct_dist_reduce_op ops[4] = {CT_DIST_SUM, CT_DIST_AVG, CT_DIST_MAX, CT_DIST_MIN};
+        const double *want[4] = {sum, avg, max, min};
+        for (int o = 0; o < 4; o++) {
+            t[o] = ranked(n, dts[k], cpu);
+            CT_EXPECT_MSG(ct_dist_all_reduce(t[o], ops[o]) == CT_OK, "%s", ct_last_error());
+            /* integer averages truncate */
+            double w[12];
+            for (int64_t i = 0; i < n; i++)
+                w[i] = ct_dtype_is_floating(dts[k]) || o != 1 ? want[o][i] : (double)(int64_t)want[o][i];
+            char what[64];
+            snprintf(what, sizeof what, "all_reduce op %d in %s", o, ct_dtype_name(dts[k]));
+            expect_values(what, t[o], w, n);
+        }
+    }
+}
+
+/* A transposed view and a tensor on an OpenCL device reduce in place too. */
+static void test_all_reduce_layouts(void) {
+    CT_SCOPE {
+        ct_tensor *m = ct_reshape(ranked(6, CT_FLOAT32, ct_device_cpu()), CT_SHAPE(2, 3));
+        ct_tensor *view = ct_transpose(m, 0, 1);
+        CT_EXPECT(ct_dist_all_reduce(view, CT_DIST_SUM) == CT_OK);
+        double want[6];
+        for (int i = 0; i < 6; i++) want[i] = (double)(i + 1) * world * (world + 1) / 2;
+        expect_values("all_reduce of a transposed view (through its base)", m, want, 6);
+        if (ct_device_count(CT_DEVICE_OPENCL) > 0) {
+            ct_device cl;
+            ct_device_parse("opencl:0", &cl);
+            ct_tensor *d = ranked(6, CT_FLOAT32, cl);
+            CT_EXPECT_MSG(ct_dist_all_reduce(d, CT_DIST_SUM) == CT_OK, "%s", ct_last_error());
+            CT_EXPECT(ct_device_of(d).type == CT_DEVICE_OPENCL);
+            expect_values("all_reduce of an OpenCL tensor", d, want, 6);
+        } else {
+            ct_test_skip("no OpenCL device: device tensors not staged");
+        }
+    }
+}
+
+static void test_broadcast_gather_scatter(void) {
+    CT_SCOPE {
+        const ct_device cpu = ct_device_cpu();
+        const int src = world - 1;
+        ct_tensor *b = ranked(5, CT_INT64, cpu);
+        CT_EXPECT(ct_dist_broadcast(b, src) == CT_OK);
+        double want[16];
+        for (int i = 0; i < 5; i++) want[i] = (double)(src + 1) * (i + 1);
+        expect_values("broadcast from the last rank", b, want, 5);
+
+        ct_tensor *out = ct_zeros(CT_SHAPE(2 * world), .dtype = CT_FLOAT64);
+        CT_EXPECT(ct_dist_all_gather(out, ranked(2, CT_FLOAT64, cpu)) == CT_OK);
+        for (int r = 0; r < world && r < 8; r++) want[2 * r] = r + 1, want[2 * r + 1] = 2 * (r + 1);
+        expect_values("all_gather", out, want, 2 * world);
+
+        /* input [2 * world]: element i = (rank + 1)(i + 1); rank r keeps the
+         * sums of elements 2r and 2r + 1 */
+        ct_tensor *rs = ct_zeros(CT_SHAPE(2), .dtype = CT_FLOAT32);
+        CT_EXPECT(ct_dist_reduce_scatter(rs, ranked(2 * world, CT_FLOAT32, cpu), CT_DIST_SUM) == CT_OK);
+        for (int i = 0; i < 2; i++) want[i] = (double)(2 * rank + i + 1) * world * (world + 1) / 2;
+        expect_values("reduce_scatter", rs, want, 2);
+        CT_EXPECT(ct_dist_barrier() == CT_OK);
+    }
+}
+
+static void test_async(void) {
+    CT_SCOPE {
+        const int64_t n = 1 << 20;
+        ct_tensor *t = ct_full(CT_SHAPE(n), rank + 1.0);
+        ct_work *w = ct_dist_all_reduce_async(t, CT_DIST_SUM);
+        CT_EXPECT_MSG(w != NULL, "%s", ct_last_error());
+        long polls = 0;
+        while (w && !ct_work_is_completed(w)) polls++;
+        CT_EXPECT(w && ct_work_wait(w) == CT_OK);
+        ct_work_free(w);
+        const double total = (double)world * (world + 1) / 2;
+        CT_EXPECT_NEAR(ct_item(ct_sum_all(t)), total * (double)n, 0.0);
+        printf("  async all_reduce of %lld floats completed after %ld polls\n", (long long)n, polls);
+    }
+}
+
+static void test_errors(void) {
+    CT_SCOPE {
+        /* ranks that disagree: an error on every rank, naming each rank's tensor */
+        if (world > 1) {
+            ct_tensor *t = ct_zeros(CT_SHAPE(3 + rank));
+            CT_EXPECT_INT_EQ(ct_dist_all_reduce(t, CT_DIST_SUM), CT_ERR_SHAPE);
+            CT_EXPECT_ERROR(CT_ERR_SHAPE, "rank 0 float32 [3], rank 1 float32 [4]");
+            CT_EXPECT_INT_EQ(ct_dist_broadcast(ct_zeros(CT_SHAPE(2)), rank), CT_ERR_SHAPE);
+            CT_EXPECT_ERROR(CT_ERR_SHAPE, "(src 0)");
+        }
+        CT_EXPECT_INT_EQ(ct_dist_broadcast(ct_zeros(CT_SHAPE(2)), world), CT_ERR_INVALID_ARG);
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "Invalid src rank");
+        CT_EXPECT_INT_EQ(ct_dist_all_reduce(ct_zeros(CT_SHAPE(2)), (ct_dist_reduce_op)9), CT_ERR_INVALID_ARG);
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "unknown reduce op 9");
+        CT_EXPECT_INT_EQ(ct_dist_all_reduce(NULL, CT_DIST_SUM), CT_ERR_INVALID_ARG);
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "tensor is NULL");
+        CT_EXPECT_INT_EQ(ct_dist_all_gather(ct_zeros(CT_SHAPE(3)), ct_zeros(CT_SHAPE(2))), CT_ERR_SHAPE);
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "does not fit input of shape");
+        if (world > 1) {
+            CT_EXPECT_INT_EQ(ct_dist_reduce_scatter(ct_zeros(CT_SHAPE(1)), ct_zeros(CT_SHAPE(2 * world + 1)),
+                                                    CT_DIST_SUM), CT_ERR_SHAPE);
+            CT_EXPECT_ERROR(CT_ERR_SHAPE, "is not divisible by the world size");
+        }
+        CT_EXPECT_INT_EQ(ct_dist_all_reduce(ct_expand(ct_zeros(CT_SHAPE(1)), CT_SHAPE(4)), CT_DIST_SUM),
+                         CT_ERR_INVALID_ARG);
+        ct_clear_error();
+        /* the group still works after refused calls */
+        ct_tensor *ok = ct_ones(CT_SHAPE(2));
+        CT_EXPECT(ct_dist_all_reduce(ok, CT_DIST_SUM) == CT_OK);
+        CT_EXPECT_NEAR(ct_item(ct_sum_all(ok)), 2.0 * world, 0.0);
+    }
+}
+
+/* test_dist_fail.sh's scenarios, under mpirun -np 2. "hang": rank 1 stops
+ * answering for 20 s, and rank 0's all-reduce must fail with CT_ERR_TIMEOUT
+ * after the group's 2 s timeout, print the error and exit non-zero (its
+ * destroy then aborts the job). "exit": rank 1 dies before the all-reduce
+ * that rank 0 waits in; mpirun must end rank 0. */
+static int run_failure(const char *mode) {
+    if (ct_dist_init_process_group((ct_dist_opts){.timeout_s = 2.0}) != CT_OK) {
+        fprintf(stderr, "init failed: %s\n", ct_last_error());
+        return 2;
+    }
+    const int me = ct_dist_get_rank();
+    if (me == 1 && strcmp(mode, "exit") == 0) _exit(3);
+    if (me == 1) sleep(20);
+    ct_tensor *t = ct_ones(CT_SHAPE(4));
+    ct_status st = ct_dist_all_reduce(t, CT_DIST_SUM);
+    printf("rank %d: all_reduce returned %s: %s\n", me, ct_status_str(st), st ? ct_last_error() : "");
+    fflush(stdout);
+    ct_release(t);
+    ct_dist_destroy_process_group();
+    return st == CT_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--fail") == 0) return run_failure(argv[2]);
+    ct_test_init(argc, argv);
+    CT_RUN(test_init);
+    if (ct_dist_is_initialized()) {
+        CT_RUN(test_all_reduce_ops);
+        CT_RUN(test_all_reduce_layouts);
+        CT_RUN(test_broadcast_gather_scatter);
+        CT_RUN(test_async);
+        CT_RUN(test_errors);
+        CT_EXPECT_INT_EQ(ct_dist_destroy_process_group(), CT_OK);
+        CT_EXPECT_INT_EQ(ct_dist_init_process_group((ct_dist_opts){0}), CT_ERR_STATE);
+        ct_clear_error();
+    }
+    return ct_test_finish();
+}
