@@ -90,8 +90,17 @@ static ct_tensor *square_fn(ct_tensor *const *in, int n, void *user) {
     return ct_mul(in[0], in[0]);
 }
 
+static ct_status noop_hook(ct_tensor *leaf, void *user) { (void)leaf, (void)user; return CT_OK; }
+
 static void rows_autograd_backends(void) {
     bool ok = false;
+    PROP_STATUS(ct_register_post_accumulate_grad_hook, (NT, noop_hook, NULL),
+                "register_post_accumulate_grad_hook: NULL tensor");
+    ERR_STATUS(ct_register_post_accumulate_grad_hook, (F.t, NULL, NULL), "NULL hook");
+    ERR_STATUS(ct_register_post_accumulate_grad_hook, (F.t, noop_hook, NULL), "doesn't require gradient");
+    PROP_STATUS(ct_remove_post_accumulate_grad_hook, (NT, noop_hook, NULL),
+                "remove_post_accumulate_grad_hook: NULL tensor");
+    ERR_STATUS(ct_remove_post_accumulate_grad_hook, (F.t, noop_hook, NULL), "no such hook");
     PROP_STATUS(ct_set_requires_grad, (NT, true), "requires_grad_: NULL tensor");
     ERR_STATUS(ct_set_requires_grad, (F.idx, true), "only Tensors of floating point dtype can require gradients");
     PROP_VAL(ct_requires_grad, (NT), !r_);

@@ -254,8 +254,63 @@ static void test_linear_regression_learns(void) {
     ct_release(w), ct_release(b), ct_release(x), ct_release(true_w), ct_release(y);
 }
 
+/* ---- post-accumulate-grad hooks ---- */
+
+typedef struct hook_log {
+    int calls;
+    double grad_sum_seen; /* the leaf's .grad summed when the hook ran */
+    ct_status result;
+} hook_log;
+
+static ct_status log_hook(ct_tensor *leaf, void *user) {
+    hook_log *l = user;
+    l->calls++;
+    CT_SCOPE { l->grad_sum_seen = ct_item(ct_sum_all(ct_grad(leaf))); }
+    return l->result;
+}
+
+static void test_post_accumulate_grad_hooks(void) {
+    CT_SCOPE {
+        ct_tensor *w = ct_full(CT_SHAPE(3), 2.0), *unused = ct_ones(CT_SHAPE(3));
+        ct_set_requires_grad(w, true), ct_set_requires_grad(unused, true);
+        hook_log lw = {0}, lu = {0};
+        CT_EXPECT(ct_register_post_accumulate_grad_hook(w, log_hook, &lw) == CT_OK);
+        CT_EXPECT(ct_register_post_accumulate_grad_hook(unused, log_hook, &lu) == CT_OK);
+        /* w used twice: d/dw sum(w*w + 3w) = 2w + 3 = 7 per element; the hook
+         * runs once, after both gradients are in .grad */
+        ct_tensor *loss = ct_sum_all(ct_add(ct_mul(w, w), ct_mul_scalar(w, 3)));
+        CT_EXPECT(ct_backward(loss) == CT_OK);
+        CT_EXPECT_INT_EQ(lw.calls, 1);
+        CT_EXPECT_NEAR(lw.grad_sum_seen, 21.0, 0.0);
+        CT_EXPECT_INT_EQ(lu.calls, 0); /* no gradient reached it */
+        /* a second backward runs it again, after accumulating (42 in total) */
+        CT_EXPECT(ct_backward(ct_sum_all(ct_mul(w, ct_full(CT_SHAPE(3), 7.0)))) == CT_OK);
+        CT_EXPECT_INT_EQ(lw.calls, 2);
+        CT_EXPECT_NEAR(lw.grad_sum_seen, 42.0, 0.0);
+        /* a leaf that is the root itself */
+        CT_EXPECT(ct_backward_ex(unused, ct_ones(CT_SHAPE(3)), false) == CT_OK);
+        CT_EXPECT_INT_EQ(lu.calls, 1);
+        /* a failing hook stops backward with its error */
+        lw.result = ct_set_error(CT_ERR_STATE, "hook says no");
+        ct_clear_error();
+        CT_EXPECT_INT_EQ(ct_backward(ct_sum_all(w)), CT_ERR_STATE);
+        lw.result = CT_OK;
+        ct_clear_error();
+        CT_EXPECT(ct_remove_post_accumulate_grad_hook(w, log_hook, &lw) == CT_OK);
+        CT_EXPECT(ct_backward(ct_sum_all(w)) == CT_OK);
+        CT_EXPECT_INT_EQ(lw.calls, 3); /* removed: not called again */
+        CT_EXPECT_INT_EQ(ct_remove_post_accumulate_grad_hook(w, log_hook, &lw), CT_ERR_INVALID_ARG);
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "no such hook");
+        CT_EXPECT_INT_EQ(ct_register_post_accumulate_grad_hook(ct_mul_scalar(w, 2), log_hook, &lw), CT_ERR_STATE);
+        CT_EXPECT_ERROR(CT_ERR_STATE, "non-leaf");
+        CT_EXPECT_INT_EQ(ct_register_post_accumulate_grad_hook(ct_ones(CT_SHAPE(1)), log_hook, &lw), CT_ERR_STATE);
+        CT_EXPECT_ERROR(CT_ERR_STATE, "doesn't require gradient");
+    }
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
+    CT_RUN(test_post_accumulate_grad_hooks);
     CT_RUN(test_leaf_rules);
     CT_RUN(test_backward_accumulates);
     CT_RUN(test_backward_errors_and_gradient_arg);

@@ -42,6 +42,19 @@ CT_API ct_tensor *ct_grad(const ct_tensor *t);
 /* t.grad = grad (NULL clears it, as zero_grad(set_to_none=True)). */
 CT_API ct_status ct_set_grad(ct_tensor *t, const ct_tensor *grad);
 
+/* t.register_post_accumulate_grad_hook(hook): after backward has added
+ * every gradient of this backward into the leaf t's .grad, fn(t, user)
+ * runs (once per backward in which t received a gradient, in registration
+ * order, with grad mode off). A status other than CT_OK stops backward
+ * with that error. DistributedDataParallel uses it to start a bucket's
+ * all-reduce as soon as its gradients are ready. Leaves that require
+ * grad only. */
+typedef ct_status (*ct_grad_hook_fn)(ct_tensor *leaf, void *user);
+CT_API ct_status ct_register_post_accumulate_grad_hook(ct_tensor *t, ct_grad_hook_fn fn, void *user);
+/* Removes the first hook registered with this fn and user (the handle's
+ * remove()); CT_ERR_INVALID_ARG if there is none. */
+CT_API ct_status ct_remove_post_accumulate_grad_hook(ct_tensor *t, ct_grad_hook_fn fn, void *user);
+
 /* loss.backward(): loss must be a one-element tensor. */
 CT_API ct_status ct_backward(const ct_tensor *root);
 /* loss.backward(gradient, retain_graph): gradient has root's shape (NULL

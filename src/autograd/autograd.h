@@ -88,6 +88,14 @@ ct_status cta_resave_as(ct_node *n, const ct_storage *from, const ct_tensor *t);
 
 void cta_node_release(ct_node *n);
 
+/* hooks.c: post-accumulate-grad hooks. Before a backward runs, count the
+ * gradient edges that end in hooked leaves (count true), or reset the
+ * counts after it (count false); an edge that has been processed calls
+ * cta_leaf_edge_done, which runs the leaf's hooks after its last one. */
+void cta_count_hooked_edges(ct_node *const *nodes, size_t n, int count);
+ct_status cta_leaf_edge_done(ct_tensor *leaf);
+ct_status cta_run_grad_hooks(ct_tensor *leaf);
+
 /* Gradient helpers for backward formulas (untracked results):
  * sum grad down to an input's shape (undoing broadcasting) and cast it to the
  * input's dtype. */

@@ -6,8 +6,9 @@
  * how many of its consumers must run first, and then runs ready nodes in
  * reverse creation order (PyTorch's sequence-number priority), summing the
  * gradients that flow into each node before running it. Gradients reaching
- * leaves are added into their .grad. Without retain_graph the saved values
- * of every node that ran are freed.
+ * leaves are added into their .grad, and a leaf's post-accumulate-grad
+ * hooks run after its last one (hooks.c). Without retain_graph the saved
+ * values of every node that ran are freed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,7 @@ static ct_status run_node(ct_node *n, node_list *ready) {
         }
         if (n->next[i] && --n->next[i]->deps == 0 && !list_push(ready, n->next[i]))
             st = ct_error_set(CT_ERR_OOM, "out of memory running backward");
+        if (n->leaf[i] && st == CT_OK) st = cta_leaf_edge_done(n->leaf[i]);
     }
     return st;
 }
@@ -367,11 +369,13 @@ ct_status ct_backward_ex(const ct_tensor *root, const ct_tensor *gradient, bool 
     ct_node *top = root->grad_fn;
     if (!top) {
         st = accumulate_leaf((ct_tensor *)root, g);
+        if (st == CT_OK) st = cta_run_grad_hooks((ct_tensor *)root);
         ct_set_grad_enabled(prev_mode);
         return st;
     }
     node_list all = {0}, ready = {0};
     st = collect(top, &all);
+    if (st == CT_OK) cta_count_hooked_edges(all.items, all.n, true);
     if (st == CT_OK) {
         top->pending = g;
         g = NULL;
@@ -389,6 +393,7 @@ ct_status ct_backward_ex(const ct_tensor *root, const ct_tensor *gradient, bool 
             n->freed = true;
         }
     }
+    cta_count_hooked_edges(all.items, all.n, false);
     for (size_t i = 0; i < all.n; i++) { /* reset scratch, also after an error */
         ct_node *n = all.items[i];
         n->deps = 0;

@@ -100,6 +100,7 @@ static void tensor_destroy(ct_tensor *t) {
     ct_storage_release(t->storage);
     if (t->grad) ct_decref(t->grad);
     if (t->grad_fn) cta_node_release(t->grad_fn);
+    for (ct_grad_hook *h = t->hooks, *next; h; h = next) next = h->next, free(h);
     free(t);
     atomic_fetch_sub(&g_live_tensors, 1);
 }

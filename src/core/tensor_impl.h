@@ -55,7 +55,16 @@ struct ct_tensor {
     bool requires_grad;
     struct ct_tensor *grad;   /* owned */
     struct ct_node *grad_fn;  /* owned; NULL for leaves */
+    struct ct_grad_hook *hooks; /* post-accumulate-grad hooks (leaves), owned */
+    int hook_pending;         /* backward scratch: gradient edges still to arrive */
 };
+
+/* One hook of ct_register_post_accumulate_grad_hook, in a list. */
+typedef struct ct_grad_hook {
+    ct_status (*fn)(ct_tensor *leaf, void *user);
+    void *user;
+    struct ct_grad_hook *next;
+} ct_grad_hook;
 
 /* Element offset of t's element 0 from the start of its storage's buffer
  * (storage->data). Cached blocks start at 512-byte multiples, so the
