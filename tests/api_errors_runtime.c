@@ -221,6 +221,14 @@ static void rows_distributed(void) {
     QUIET_VAL(ct_work_is_completed, (NULL), !r_);
     ERR_STATUS(ct_work_wait, (NULL), "work.wait: NULL work");
     QUIET_VOID(ct_work_free, (NULL));
+    PROP_PTR_SAYS(ct_ddp_new, (NM, (ct_ddp_opts){0}), "DistributedDataParallel: NULL module");
+    ERR_PTR(ct_ddp_new, (F.m, (ct_ddp_opts){0}), no_group);
+    ERR_PTR(ct_ddp_new, (F.m, (ct_ddp_opts){.bucket_cap_mb = -1}), "bucket_cap_mb must be >= 0");
+    PROP_PTR_SAYS(ct_ddp_forward, (NULL, F.t), "DistributedDataParallel.forward: NULL wrapper");
+    QUIET_VAL(ct_ddp_module, (NULL), r_ == NULL);
+    QUIET_VOID(ct_ddp_set_require_sync, (NULL, false));
+    PROP_STATUS(ct_ddp_get_stats, (NULL, &(ct_ddp_stats){0}), "DistributedDataParallel: NULL wrapper");
+    QUIET_VOID(ct_ddp_free, (NULL));
 }
 
 static void rows_runtime(void) {

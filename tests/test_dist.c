@@ -159,7 +159,7 @@ static void test_errors(void) {
             CT_EXPECT_INT_EQ(ct_dist_all_reduce(t, CT_DIST_SUM), CT_ERR_SHAPE);
             CT_EXPECT_ERROR(CT_ERR_SHAPE, "rank 0 float32 [3], rank 1 float32 [4]");
             CT_EXPECT_INT_EQ(ct_dist_broadcast(ct_zeros(CT_SHAPE(2)), rank), CT_ERR_SHAPE);
-            CT_EXPECT_ERROR(CT_ERR_SHAPE, "(src 0)");
+            CT_EXPECT_ERROR(CT_ERR_SHAPE, "rank 0 float32 [2] (src 0), rank 1 float32 [2] (src 1)");
         }
         CT_EXPECT_INT_EQ(ct_dist_broadcast(ct_zeros(CT_SHAPE(2)), world), CT_ERR_INVALID_ARG);
         CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "Invalid src rank");
@@ -182,6 +182,92 @@ static void test_errors(void) {
         CT_EXPECT(ct_dist_all_reduce(ok, CT_DIST_SUM) == CT_OK);
         CT_EXPECT_NEAR(ct_item(ct_sum_all(ok)), 2.0 * world, 0.0);
     }
+}
+
+/* ---- DistributedDataParallel ---- */
+
+static ct_module *mlp(int64_t hidden) {
+    return CT_SEQUENTIAL(ct_nn_linear(8, hidden, true), ct_nn_relu(), ct_nn_linear(hidden, 16, true), ct_nn_relu(),
+                         ct_nn_linear(16, 4, true));
+}
+
+static double max_param_diff(ct_module *a, ct_module *b) {
+    ct_tensor *pa[16], *pb[16];
+    const int n = ct_module_parameters(a, pa, NULL, 16);
+    ct_module_parameters(b, pb, NULL, 16);
+    double worst = 0;
+    CT_SCOPE {
+        for (int i = 0; i < n; i++) {
+            double d = ct_item(ct_max_all(ct_abs(ct_sub(pa[i], pb[i]))));
+            if (d > worst) worst = d;
+        }
+    }
+    return worst;
+}
+
+/* world ranks × G/world samples each, averaged by DDP, against one process
+ * on all G samples: the same parameters after 3 SGD steps. Each rank starts
+ * from different weights; the broadcast at wrap time makes them rank 0's. */
+static void test_ddp_matches_single_process(void) {
+    const int64_t global = 8 * world, local = global / world;
+    ct_manual_seed(5 + (uint64_t)rank);
+    ct_module *model = mlp(32);
+    ct_ddp *ddp = ct_ddp_new(model, (ct_ddp_opts){.bucket_cap_mb = 0.0002}); /* ~210 bytes: 3 buckets */
+    CT_EXPECT_MSG(ddp != NULL, "%s", ct_last_error());
+    if (!ddp) return ct_module_free(model);
+    ct_module *single = ct_module_clone(model, ct_device_cpu()); /* rank 0's weights, on every rank */
+    ct_optimizer *opt = ct_sgd(model, (ct_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    ct_optimizer *opt1 = ct_sgd(single, (ct_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    for (int step = 0; step < 3; step++) CT_SCOPE {
+        ct_manual_seed(100 + (uint64_t)step); /* the same global batch on every rank */
+        ct_tensor *x = ct_randn(CT_SHAPE(global, 8)), *y = ct_randint(0, 4, CT_SHAPE(global));
+        ct_zero_grad(opt), ct_zero_grad(opt1);
+        ct_tensor *out = ct_ddp_forward(ddp, ct_narrow(x, 0, rank * local, local));
+        CT_EXPECT(ct_backward(ct_cross_entropy(out, ct_narrow(y, 0, rank * local, local))) == CT_OK);
+        CT_EXPECT(ct_backward(ct_cross_entropy(ct_forward(single, x), y)) == CT_OK);
+        ct_step(opt), ct_step(opt1);
+    }
+    const double diff = max_param_diff(model, single);
+    CT_EXPECT_MSG(diff < 1e-5, "rank %d: DDP parameters differ from one process on the whole batch by %g", rank, diff);
+    ct_ddp_stats s;
+    CT_EXPECT(ct_ddp_get_stats(ddp, &s) == CT_OK);
+    CT_EXPECT_INT_EQ(s.reductions, 3);
+    CT_EXPECT_MSG(s.buckets >= 3, "%d buckets", s.buckets);
+    /* buckets start while backward still computes the earlier layers' gradients */
+    CT_EXPECT_MSG(s.launched_before_last >= 3, "%lld bucket reductions started before the last gradient",
+                  (long long)s.launched_before_last);
+    printf("  DDP: %d buckets, %lld of %lld all-reduces started during backward, max |diff| %.2g\n", s.buckets,
+           (long long)s.launched_before_last, (long long)(3 * s.buckets), diff);
+
+    /* no_sync: gradients stay local, nothing is reduced */
+    CT_DDP_NO_SYNC(ddp) CT_SCOPE {
+        ct_zero_grad(opt);
+        CT_EXPECT(ct_backward(ct_sum_all(ct_ddp_forward(ddp, ct_full(CT_SHAPE(2, 8), rank + 1.0)))) == CT_OK);
+    }
+    CT_EXPECT(ct_ddp_get_stats(ddp, &s) == CT_OK);
+    CT_EXPECT_INT_EQ(s.reductions, 3);
+
+    /* a backward that leaves parameters without gradients: the next forward says so */
+    CT_SCOPE {
+        ct_zero_grad(opt);
+        ct_module *first = ct_module_child(model, "0");
+        CT_EXPECT(ct_backward(ct_sum_all(ct_forward(first, ct_ones(CT_SHAPE(1, 8))))) == CT_OK);
+        CT_EXPECT(ct_ddp_forward(ddp, ct_ones(CT_SHAPE(1, 8))) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_STATE, "Expected to have finished reduction in the prior iteration");
+    }
+    ct_ddp_free(ddp);
+    ct_optimizer_free(opt), ct_optimizer_free(opt1);
+    ct_module_free(model), ct_module_free(single);
+}
+
+static void test_ddp_errors(void) {
+    CT_EXPECT(ct_ddp_new(NULL, (ct_ddp_opts){0}) == NULL);
+    ct_clear_error();
+    if (world < 2) return;
+    ct_module *m = ct_nn_linear(4, 3 + rank, true); /* the ranks' models differ */
+    CT_EXPECT(ct_ddp_new(m, (ct_ddp_opts){0}) == NULL);
+    CT_EXPECT_ERROR(CT_ERR_SHAPE, "rank 0 float32 [3, 4] (src 0), rank 1 float32 [4, 4] (src 0)");
+    ct_module_free(m);
 }
 
 /* test_dist_fail.sh's scenarios, under mpirun -np 2. "hang": rank 1 stops
@@ -216,6 +302,8 @@ int main(int argc, char **argv) {
         CT_RUN(test_broadcast_gather_scatter);
         CT_RUN(test_async);
         CT_RUN(test_errors);
+        CT_RUN(test_ddp_matches_single_process);
+        CT_RUN(test_ddp_errors);
         CT_EXPECT_INT_EQ(ct_dist_destroy_process_group(), CT_OK);
         CT_EXPECT_INT_EQ(ct_dist_init_process_group((ct_dist_opts){0}), CT_ERR_STATE);
         ct_clear_error();

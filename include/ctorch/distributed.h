@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 
+#include "nn.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -83,6 +84,53 @@ CT_API bool ct_work_is_completed(ct_work *w);
 CT_API ct_status ct_work_wait(ct_work *w);
 /* Frees a work handle; an unfinished one is waited for first. */
 CT_API void ct_work_free(ct_work *w);
+
+/* ---- DistributedDataParallel ----
+ *
+ *     model = DDP(model)                       ct_ddp *ddp = ct_ddp_new(model, (ct_ddp_opts){0});
+ *     out = model(x)                           ct_tensor *out = ct_ddp_forward(ddp, x);
+ *     loss.backward()   # grads all-reduced    ct_backward(loss);
+ *     with model.no_sync(): ...                CT_DDP_NO_SYNC(ddp) { ... }
+ *
+ * At construction (a collective: every rank calls it) the module's
+ * parameters and buffers are broadcast from rank 0, and the parameters
+ * that require grad are grouped into buckets in reverse registration order
+ * (a first bucket of 1 MiB, then bucket_cap_mb each, one dtype and device
+ * per bucket). During backward, as soon as every gradient of a bucket is
+ * final (a post-accumulate-grad hook), the bucket is all-reduced
+ * asynchronously, buckets strictly in order, while backward goes on; after
+ * the last one the averaged gradients are written back into .grad. Every
+ * forward broadcasts the buffers from rank 0 (batch-norm statistics), as
+ * PyTorch's broadcast_buffers=True. Every parameter that requires grad
+ * must receive a gradient in each synchronised backward (unused-parameter
+ * detection is not implemented: the next forward then fails with PyTorch's
+ * "Expected to have finished reduction in the prior iteration" error). */
+typedef struct ct_ddp ct_ddp;
+typedef struct ct_ddp_opts {
+    double bucket_cap_mb;      /* 0: 25 */
+    bool no_broadcast_buffers; /* broadcast_buffers=False */
+} ct_ddp_opts;
+/* Wraps module (borrowed: it must outlive the wrapper). NULL with the error
+ * set on failure, e.g. when the ranks' modules differ in shapes. */
+CT_API ct_ddp *ct_ddp_new(ct_module *module, ct_ddp_opts opts);
+CT_API ct_tensor *ct_ddp_forward(ct_ddp *ddp, const ct_tensor *input);
+CT_API ct_module *ct_ddp_module(ct_ddp *ddp); /* ddp.module, borrowed */
+/* False: backward leaves gradients local and accumulating (no_sync); the
+ * next synchronised backward all-reduces the accumulated sums. */
+CT_API void ct_ddp_set_require_sync(ct_ddp *ddp, bool sync);
+#define CT_DDP_NO_SYNC(ddp) CT_DDP_NO_SYNC_AT_((ddp), CT_CONCAT_(ct_ddp_once_, __LINE__))
+#define CT_DDP_NO_SYNC_AT_(ddp, once) \
+    for (int once = (ct_ddp_set_require_sync((ddp), false), 1); once; once = 0, ct_ddp_set_require_sync((ddp), true))
+/* What the wrapper did, for tests and benchmarks. */
+typedef struct ct_ddp_stats {
+    int buckets;                   /* buckets of gradients */
+    int64_t reductions;            /* synchronised backward passes finished */
+    int64_t launched_before_last;  /* bucket all-reduces started while some gradient was not yet computed */
+    double wait_s;                 /* time spent waiting for all-reduces after the last gradient */
+} ct_ddp_stats;
+CT_API ct_status ct_ddp_get_stats(const ct_ddp *ddp, ct_ddp_stats *out);
+/* Unwraps (the module stays yours); waits for an unfinished reduction. */
+CT_API void ct_ddp_free(ct_ddp *ddp);
 
 #ifdef __cplusplus
 }

@@ -185,7 +185,7 @@ static ct_status report_mismatch(const char *op, const int64_t *all, const char 
     size_t len = (size_t)snprintf(msg, sizeof msg, "tensors differ across ranks:");
     for (int r = 0; r < pg.world && r < 8 && len < sizeof msg; r++) {
         describe_signature(all + r * SIG_LEN, one, sizeof one);
-        len += (size_t)snprintf(msg + len, sizeof msg - len, " rank %d %s%s", r, one, r + 1 < pg.world ? "," : "");
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s rank %d %s", r ? "," : "", r, one);
         if (extra_name && len < sizeof msg)
             len += (size_t)snprintf(msg + len, sizeof msg - len, " (%s %lld)", extra_name,
                                     (long long)all[r * SIG_LEN + SIG_EXTRA]);
