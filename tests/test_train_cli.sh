@@ -8,6 +8,8 @@
 #     (bitwise equal losses and accuracy, one thread), also via --resume PATH;
 #   - --amp bf16 learns as float32 does; --amp fp16 resumes exactly (the
 #     gradient scaler's state travels in the checkpoint);
+#   - --distributed under `mpirun -np 2` learns as one process does, and only
+#     rank 0 reports and writes checkpoints;
 #   - checkpoints load back with --eval-only and give the same accuracy;
 #   - the TensorBoard log exists and parses (tools/check_tensorboard.py, when
 #     the tensorboard package is importable);
@@ -59,6 +61,22 @@ if [ "$(strip "$tmp/full.jsonl")" = "$(strip "$tmp/part.jsonl")" ]; then
     pass "resume is exact (losses and accuracy bitwise equal)"
 else
     fail "resume differs:"; strip "$tmp/full.jsonl"; strip "$tmp/part.jsonl"
+fi
+
+# ---- --distributed: 2 ranks under mpirun, 32 images each per step, learn as one process on 64 ----
+if command -v mpirun > /dev/null 2>&1 && "$train" --help | grep -q -- "--distributed"; then
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$train" --distributed --epochs 2 \
+        --limit-train 1024 --limit-test 512 --batch-size 32 --threads 1 --progress none --seed 7 --device cpu \
+        --ckpt-dir "$tmp/ckdist" > "$tmp/dist.out" 2>&1; rc=$?
+    accd=$(sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$tmp/dist.out" | tail -1)
+    if [ $rc -eq 0 ] && [ "$(grep -c "^done in" "$tmp/dist.out")" -eq 1 ] && grep -q "distributed: 2 processes" "$tmp/dist.out" \
+        && [ -d "$tmp/ckdist/epoch-2" ] && awk -v a="${accd:-0}" -v f="${acc:-0}" 'BEGIN { exit !(a / 100 > f - 0.05) }'; then
+        pass "--distributed (2 ranks) learns as one process: test accuracy ${accd}% (one process: $acc); rank 0 alone reports and saves"
+    else
+        fail "--distributed: rc $rc, accuracy ${accd:-?}% vs $acc: $(cat "$tmp/dist.out")"
+    fi
+else
+    echo "skip: --distributed: no mpirun"
 fi
 
 # ---- mixed precision: --amp bf16 learns; --amp fp16 (with the scaler) resumes exactly --------

@@ -116,6 +116,8 @@ typedef struct run {
     ct_device dev;
     train_data data;
     ct_module *model;
+    ct_ddp *ddp;              /* --distributed: the model's DDP wrapper */
+    int rank, world;
     ct_optimizer *opt;
     ct_scheduler *sched;
     ct_grad_scaler *scaler;   /* enabled for --amp fp16 only */
@@ -150,7 +152,8 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
             phase_lap(&mark, &phase[PHASE_DATA]);
             ct_tensor *loss = NULL;
             CT_AUTOCAST(r->dev.type, .dtype = amp_dtype(&r->cfg), .disabled = !amp_on(&r->cfg)) {
-                loss = s == CT_OK ? ct_cross_entropy(ct_forward(r->model, x), y) : NULL;
+                ct_tensor *out = s != CT_OK ? NULL : r->ddp ? ct_ddp_forward(r->ddp, x) : ct_forward(r->model, x);
+                loss = out ? ct_cross_entropy(out, y) : NULL;
             }
             if (s == CT_OK && !loss) s = ct_last_status(); /* the forward's own error, e.g. out of memory */
             phase_lap(&mark, &phase[PHASE_FORWARD]);
@@ -275,8 +278,13 @@ static ct_status make_loaders(run *r) {
     r->cfg.pin_memory = pin;
     ct_dataloader_opts o = {.batch_size = r->cfg.batch_size, .shuffle = true, .num_workers = r->cfg.workers,
                             .pin_memory = pin, .persistent_workers = r->cfg.workers > 0, .seed = r->cfg.seed};
+    if (r->cfg.distributed) { /* this rank's share of each epoch */
+        o.shuffle = false;
+        o.sampler = dist_train_sampler(&r->cfg, ct_dataset_len(r->data.train), r->rank, r->world);
+        if (!o.sampler) return ct_last_status();
+    }
     r->train_dl = ct_dataloader_new(r->data.train, o);
-    o.shuffle = false;
+    o.shuffle = false, o.sampler = NULL;
     o.batch_size = r->cfg.batch_size > 256 ? r->cfg.batch_size : 256;
     r->test_dl = r->train_dl ? ct_dataloader_new(r->data.test, o) : NULL;
     return r->test_dl ? CT_OK : ct_last_status();
@@ -376,7 +384,7 @@ static int train_all(run *r) {
         r->st.epoch = epoch + 1;
         if (te.accuracy > r->st.best_accuracy) r->st.best_accuracy = te.accuracy;
         log_epoch(r, epoch, &tr, &te, ct_optimizer_lr(r->opt));
-        if (r->cfg.ckpt_dir[0]) {
+        if (r->cfg.ckpt_dir[0] && r->rank == 0) { /* one writer: the ranks hold the same weights */
             char saved[2200];
             ct_get_rng_state(&r->st.rng_seed, &r->st.rng_offset);
             r->st.amp_scale = ct_grad_scaler_is_enabled(r->scaler) ? ct_grad_scaler_get_scale(r->scaler) : 0.0;
@@ -437,6 +445,8 @@ static int setup(run *r) {
     r->model = setup_model(&r->cfg, &r->data);
     if (!r->model) return ct_last_error()[0] ? fail("cannot build the model", ct_last_status()) : TRAIN_EXIT_USAGE;
     if (ct_module_to_checked(r->model, r->dev) != CT_OK) return fail("cannot move the model", ct_last_status());
+    if (r->cfg.distributed && !(r->ddp = ct_ddp_new(r->model, (ct_ddp_opts){0})))
+        return fail("cannot wrap the model in DistributedDataParallel", ct_last_status());
     r->opt = setup_optimizer(&r->cfg, r->model);
     if (!r->opt) return fail("cannot create the optimizer", ct_last_status());
     r->scaler = ct_grad_scaler_new(.disabled = strcmp(r->cfg.amp, "fp16") != 0);
@@ -470,6 +480,7 @@ static int teardown(run *r, int rc) {
     ct_scheduler_free(r->sched);
     ct_grad_scaler_free(r->scaler);
     ct_optimizer_free(r->opt);
+    ct_ddp_free(r->ddp);
     ct_module_free(r->model);
     train_data_free(&r->data);
     bool lost = false;
@@ -501,7 +512,10 @@ int main(int argc, char **argv) {
         openblas_set_num_threads(r.cfg.threads);
     }
     install_signal_handlers(&g_interrupted);
-    rc = setup(&r);
+    rc = dist_setup(&r.cfg, &r.rank, &r.world);
+    if (rc < 0) rc = setup(&r);
     if (rc < 0) rc = train_all(&r);
-    return teardown(&r, rc);
+    rc = teardown(&r, rc);
+    dist_teardown(&r.cfg, rc);
+    return rc;
 }

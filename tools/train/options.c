@@ -59,6 +59,9 @@ static const char USAGE[] =
     "  --device DEV          auto (default: cuda:0, else an OpenCL GPU, else cpu), cpu,\n"
     "                        cuda, cuda:N, opencl, opencl:N\n"
     "  --threads N           CPU threads for the cpu device (default: OpenMP's)\n"
+    "  --distributed         one rank of `mpirun -np N ctorch-train --distributed`: the model\n"
+    "                        in DistributedDataParallel, each rank on its share of the\n"
+    "                        training set (--batch-size per rank); rank 0 prints and saves\n"
     "  --workers N           DataLoader worker threads (default 2; 0 loads inline)\n"
     "  --pin-memory / --no-pin-memory\n"
     "                        page-locked batches and non_blocking copies (default: on\n"
@@ -105,7 +108,7 @@ enum {
     OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_EPOCHS, OPT_BATCH, OPT_OPTIM, OPT_LR,
     OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_SEED, OPT_WORKERS, OPT_PIN, OPT_NO_PIN, OPT_AUGMENT,
     OPT_NO_AUGMENT, OPT_CKPT, OPT_RESUME, OPT_WEIGHTS, OPT_LOGDIR, OPT_METRICS, OPT_EVAL, OPT_PROGRESS,
-    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_AMP, OPT_VERSION
+    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_AMP, OPT_DISTRIBUTED, OPT_VERSION
 };
 
 static const struct option LONG_OPTS[] = {
@@ -124,6 +127,7 @@ static const struct option LONG_OPTS[] = {
     {"log-every", required_argument, 0, OPT_LOG_EVERY}, {"limit-train", required_argument, 0, OPT_LIMIT_TRAIN},
     {"limit-test", required_argument, 0, OPT_LIMIT_TEST}, {"threads", required_argument, 0, OPT_THREADS},
     {"stop-after", required_argument, 0, OPT_STOP_AFTER}, {"amp", required_argument, 0, OPT_AMP},
+    {"distributed", no_argument, 0, OPT_DISTRIBUTED},
     {"help", no_argument, 0, 'h'},                      {"version", no_argument, 0, OPT_VERSION},
     {0, 0, 0, 0}};
 
@@ -196,6 +200,9 @@ static int apply_option(train_config *c, int opt, const char *arg, const char *n
     case OPT_OPTIM:
         if (!one_of(arg, OPTIMS)) return usage_error("unknown optimizer '%s'%s (expected sgd, adam or adamw)", arg, "");
         copy_opt(c->optimizer, sizeof c->optimizer, arg);
+        break;
+    case OPT_DISTRIBUTED:
+        c->distributed = true;
         break;
     case OPT_AMP:
         if (!one_of(arg, AMPS)) return usage_error("unknown --amp '%s'%s (expected none, bf16 or fp16)", arg, "");
@@ -322,6 +329,9 @@ void train_print_config(FILE *f, const train_config *c, const char *device_desc)
     fprintf(f, " weight decay %g | schedule %s | seed %llu | workers %d%s%s\n", c->weight_decay, c->schedule,
             (unsigned long long)c->seed, c->workers, c->pin_memory > 0 ? " | pinned memory" : "",
             c->augment ? " | augment" : "");
+    if (c->distributed)
+        fprintf(f, "distributed: %d processes, DistributedDataParallel, batch %" PRId64 " per process\n",
+                ct_dist_get_world_size(), c->batch_size);
     if (strcmp(c->amp, "none") != 0)
         fprintf(f, "mixed precision: autocast to %s%s\n", strcmp(c->amp, "bf16") == 0 ? "bfloat16" : "float16",
                 strcmp(c->amp, "fp16") == 0 ? " with a gradient scaler" : "");

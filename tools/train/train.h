@@ -54,6 +54,7 @@ typedef struct train_config {
     int threads;              /* CPU threads (0: OpenMP's default)            */
     int stop_after;           /* stop after this epoch, as if interrupted (0: no) */
     char amp[8];              /* none, bf16, fp16: autocast (and the scaler for fp16) */
+    bool distributed;         /* one rank of an mpirun job: DDP + DistributedSampler */
 } train_config;
 
 /* options.c */
@@ -111,6 +112,16 @@ void crash_point(const char *name);
 /* TRAIN_EXIT_OOM (after a message) when `ulimit -v` leaves too little for
  * the threads that will run, else -1. */
 int check_memory_headroom(bool cpu_blas, int compute_threads, int loader_threads);
+
+/* distributed.c (--distributed) */
+/* Joins the group (rank 0's seed everywhere, other ranks quiet): -1 to go
+ * on, or an exit code. Rank 0 of 1 without --distributed. */
+int dist_setup(train_config *c, int *rank, int *world);
+ct_sampler *dist_train_sampler(const train_config *c, int64_t n, int rank, int world);
+/* Leaves the group after a clean run; after a failure it exits without
+ * MPI_Finalize, which could wait for ranks that still train: mpirun then
+ * ends the job and names this rank. */
+void dist_teardown(const train_config *c, int rc);
 
 /* setup.c */
 typedef struct train_data {
