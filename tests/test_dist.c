@@ -18,11 +18,6 @@
 #include "ctorch/distributed.h"
 #include "testutil.h"
 
-/* OpenMPI keeps its initialisation buffers until exit, by design. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-    return "leak:libmpi\nleak:libopen-pal\nleak:libopen-rte\nleak:libevent\nleak:libhwloc\n";
-}
 
 static int rank, world;
 
