@@ -229,6 +229,12 @@ static void rows_distributed(void) {
     QUIET_VOID(ct_ddp_set_require_sync, (NULL, false));
     PROP_STATUS(ct_ddp_get_stats, (NULL, &(ct_ddp_stats){0}), "DistributedDataParallel: NULL wrapper");
     QUIET_VOID(ct_ddp_free, (NULL));
+    const ct_device two_cpus[2] = {ct_device_cpu(), ct_device_cpu()};
+    PROP_PTR_SAYS(ct_data_parallel_new, (NM, two_cpus, 2, two_cpus[0]), "DataParallel: NULL module");
+    ERR_PTR(ct_data_parallel_new, (F.m, NULL, 2, two_cpus[0]), "needs 1 to 16 devices, got 0");
+    ERR_PTR(ct_data_parallel_new, (F.m, two_cpus, 17, two_cpus[0]), "needs 1 to 16 devices, got 17");
+    PROP_PTR_SAYS(ct_data_parallel_forward, (NULL, F.t), "DataParallel.forward: NULL wrapper");
+    QUIET_VOID(ct_data_parallel_free, (NULL));
 }
 
 static void rows_runtime(void) {

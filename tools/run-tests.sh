@@ -62,7 +62,8 @@ if [ "${CT_SKIP_TSAN:-0}" != 1 ]; then
   # CTORCH_OPENMP=OFF build: the library and every test binary are built
   # (a few tests call omp_* and must build without it), and the threaded
   # ones run: the DataLoader's workers, the allocators, streams and events
-  # on PoCL's threads, per-thread scopes, flags and TensorBoard writers.
+  # on PoCL's threads, per-thread scopes, flags and TensorBoard writers,
+  # DataParallel's replica threads on two PoCL devices.
   # PoCL is not instrumented either, but it synchronises through the
   # pthread calls TSan intercepts, and its tests run here without reports.
   # No suppressions: a report fails the job (exit code 66).
@@ -76,7 +77,7 @@ if [ "${CT_SKIP_TSAN:-0}" != 1 ]; then
     >build/tsan/canary.c
   cc -fsanitize=thread -g build/tsan/canary.c -o build/tsan/canary
   if build/tsan/canary 2>/dev/null; then echo "TSan canary: a deliberate data race went unreported"; exit 1; fi
-  threaded='^test_(dataloader|dataloader_workers|alloc_cache|host_cache|cpu_alloc|stream|device_runtime|opencl_runtime|scope|tensorboard|backends_flags|device)$'
+  threaded='^test_(dataloader|dataloader_workers|alloc_cache|host_cache|cpu_alloc|stream|device_runtime|opencl_runtime|scope|tensorboard|backends_flags|device|data_parallel)$'
   TSAN_OPTIONS=second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" -R "$threaded"
 fi
 if [ "${CT_SKIP_FUZZ:-0}" != 1 ]; then

@@ -85,6 +85,30 @@ CT_API ct_status ct_work_wait(ct_work *w);
 /* Frees a work handle; an unfinished one is waited for first. */
 CT_API void ct_work_free(ct_work *w);
 
+/* ---- DataParallel (torch.nn.DataParallel): one process, several devices ----
+ *
+ *     model = nn.DataParallel(model, device_ids=[0, 1])
+ *     out = model(x)                  ct_data_parallel *dp = ct_data_parallel_new(model, devs, 2, devs[0]);
+ *                                     ct_tensor *out = ct_data_parallel_forward(dp, x);
+ *
+ * Each forward scatters the batch along dim 0 over the devices, runs the
+ * module on the first device and a replica on each other one, each on its
+ * own thread (the devices' queues then run side by side), and gathers the
+ * outputs on the output device. Replicas are made once (ct_module_clone)
+ * and refreshed from the module's parameters and buffers at every forward,
+ * as PyTorch's replicate does; during backward each replica's gradients are
+ * added into the module's, so the optimizer steps the module alone. The
+ * module must be on devices[0]. As in PyTorch, DDP is the better choice
+ * even on one machine: DataParallel copies the weights every step, does
+ * the scatter, gather and gradient reduction through the first device, and
+ * runs backward on one host thread (docs/distributed.md). */
+typedef struct ct_data_parallel ct_data_parallel;
+/* module borrowed (it must outlive the wrapper); devices copied. */
+CT_API ct_data_parallel *ct_data_parallel_new(ct_module *module, const ct_device *devices, int n,
+                                              ct_device output_device);
+CT_API ct_tensor *ct_data_parallel_forward(ct_data_parallel *dp, const ct_tensor *input);
+CT_API void ct_data_parallel_free(ct_data_parallel *dp);
+
 /* ---- DistributedDataParallel ----
  *
  *     model = DDP(model)                       ct_ddp *ddp = ct_ddp_new(model, (ct_ddp_opts){0});

@@ -18,6 +18,7 @@
  * gradient into its slice, the bucket is averaged across ranks (AVG), and
  * after the last bucket the slices are copied back into .grad.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdlib.h>
 #include <time.h>
 

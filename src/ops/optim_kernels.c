@@ -211,12 +211,13 @@ static bool check_amp_grad(const char *op, int k, ct_tensor *grad, const ct_tens
 ct_status cti_amp_unscale(ct_tensor *const *grads, int count, ct_tensor *found_inf, double inv_scale) {
     const char *op = "amp_unscale";
     if (!grads || !found_inf) return cti_loss_null_status(op);
+    CT_CHECK_STATUS(count >= 0, CT_ERR_INVALID_ARG, "%s: negative gradient count %d", op, count);
     CT_CHECK_STATUS(found_inf->dtype == CT_FLOAT32 && ct_shape_numel(found_inf->shape, found_inf->ndim) == 1,
                     CT_ERR_INVALID_ARG, "%s: found_inf must be a float32 tensor of one element, got %s", op,
                     ct_dtype_name(found_inf->dtype));
     for (int k = 0; k < count; k++)
         if (!check_amp_grad(op, k, grads[k], found_inf)) return ct_last_status();
-    if (count == 0) return CT_OK;
+    if (count <= 0) return CT_OK;
     opt_operand *ops = calloc((size_t)count, sizeof *ops);
     ct_kview *views = calloc((size_t)count, sizeof *views);
     ct_status st = CT_OK;

@@ -5,6 +5,7 @@
  * CLBlast's row-major float32/float64 GEMMs.
  */
 #include <clblast_c.h>
+#include <pthread.h>
 
 #include "cl_device.h"
 #include "cl_ops.h"
@@ -37,7 +38,7 @@ static ct_status clblast_status(CLBlastStatusCode s, const char *routine) {
 
 /* C[b] = A[b] @ B[b] in float32 or float64; A and B readable by BLAS, C
  * contiguous. */
-static ct_status gemm(int dev, ct_dtype dt, const ct_gpu_mm_dims *dm, const ct_gpu_mm_side *a,
+static ct_status gemm_unlocked(int dev, ct_dtype dt, const ct_gpu_mm_dims *dm, const ct_gpu_mm_side *a,
                       const ct_gpu_mm_side *b, void *c_base, int64_t c_off) {
     cl_mem c = c_base, abuf = a->base, bbuf = b->base;
     CLBlastTranspose ta, tb;
@@ -69,6 +70,20 @@ static ct_status gemm(int dev, ct_dtype dt, const ct_gpu_mm_dims *dm, const ct_g
         CT_TRY(clblast_status(s, dt == CT_FLOAT32 ? "Sgemm" : "Dgemm"));
     }
     return CT_OK;
+}
+
+/* One CLBlast call at a time in the process: two threads driving two
+ * devices (DataParallel) made CLBlast 1.5 fail with std::bad_alloc (status
+ * -2039) when both compiled or looked up a routine at once. Calls only
+ * enqueue work, so the devices still compute side by side. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ct_status gemm(int dev, ct_dtype dt, const ct_gpu_mm_dims *dm, const ct_gpu_mm_side *a,
+                      const ct_gpu_mm_side *b, void *c_base, int64_t c_off) {
+    pthread_mutex_lock(&clblast_lock);
+    ct_status st = gemm_unlocked(dev, dt, dm, a, b, c_base, c_off);
+    pthread_mutex_unlock(&clblast_lock);
+    return st;
 }
 
 ct_status ct_cl_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
