@@ -9,7 +9,8 @@
 #   - --amp bf16 learns as float32 does; --amp fp16 resumes exactly (the
 #     gradient scaler's state travels in the checkpoint);
 #   - --distributed under `mpirun -np 2` learns as one process does, and only
-#     rank 0 reports and writes checkpoints;
+#     rank 0 reports and writes checkpoints; --data-parallel over two OpenCL
+#     devices trains as one device does;
 #   - checkpoints load back with --eval-only and give the same accuracy;
 #   - the TensorBoard log exists and parses (tools/check_tensorboard.py, when
 #     the tensorboard package is importable);
@@ -220,6 +221,18 @@ device)
             'BEGIN { d = a - b; m = b < 0 ? -b : b; exit !((d < 0 ? -d : d) <= r * m + t) }' \
             && pass "opencl:0 $key $a agrees with the cpu's $b" || fail "opencl:0 $key ${a:-none} vs cpu ${b:-none}"
     done
+    # --data-parallel over both PoCL devices: the same run, the batch split in two
+    # shellcheck disable=SC2086
+    "$train" --device opencl:0 --data-parallel $cl_run --metrics "$tmp/dp.jsonl" > "$tmp/dp.out" 2>&1 \
+        || fail "--data-parallel run: $(cat "$tmp/dp.out")"
+    a=$(metric "$tmp/dp.jsonl" train_loss) b=$(metric "$tmp/cl.jsonl" train_loss)
+    if grep -q "only one opencl device" "$tmp/dp.out"; then
+        echo "skip: --data-parallel: one OpenCL device (POCL_DEVICES=\"pthread pthread\" gives two)"
+    else
+        [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !((d < 0 ? -d : d) <= 1e-4 * b) }' \
+            && pass "--data-parallel on two OpenCL devices: train loss $a, as on one ($b)" \
+            || fail "--data-parallel train loss ${a:-none} vs one device ${b:-none}: $(cat "$tmp/dp.out")"
+    fi
     ;;
 broken)
     fail "ctorch-info --format json failed: $(cat "$tmp/info.err")"

@@ -45,6 +45,21 @@ ct_sampler *dist_train_sampler(const train_config *c, int64_t n, int rank, int w
     return ct_distributed_sampler(n, world, rank, true, c->seed, false);
 }
 
+ct_data_parallel *dist_data_parallel(ct_module *model, ct_device dev, int *ndevices) {
+    ct_device devs[16];
+    int n = ct_device_count(dev.type);
+    if (n > 16) n = 16;
+    devs[0] = dev;
+    for (int i = 0, k = 1; i < n && k < n; i++) /* dev first, then the others in order */
+        if (i != dev.index) devs[k++] = (ct_device){dev.type, i};
+    *ndevices = n;
+    if (n < 2) {
+        printf("--data-parallel: only one %s device: training on it alone\n", ct_device_type_name(dev.type));
+        return NULL;
+    }
+    return ct_data_parallel_new(model, devs, n, dev);
+}
+
 void dist_teardown(const train_config *c, int rc) {
     if (c->distributed && ct_dist_is_initialized() && rc == TRAIN_EXIT_OK) ct_dist_destroy_process_group();
 }

@@ -117,6 +117,7 @@ typedef struct run {
     train_data data;
     ct_module *model;
     ct_ddp *ddp;              /* --distributed: the model's DDP wrapper */
+    ct_data_parallel *dp;     /* --data-parallel */
     int rank, world;
     ct_optimizer *opt;
     ct_scheduler *sched;
@@ -152,7 +153,10 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
             phase_lap(&mark, &phase[PHASE_DATA]);
             ct_tensor *loss = NULL;
             CT_AUTOCAST(r->dev.type, .dtype = amp_dtype(&r->cfg), .disabled = !amp_on(&r->cfg)) {
-                ct_tensor *out = s != CT_OK ? NULL : r->ddp ? ct_ddp_forward(r->ddp, x) : ct_forward(r->model, x);
+                ct_tensor *out = s != CT_OK ? NULL
+                                 : r->ddp   ? ct_ddp_forward(r->ddp, x)
+                                 : r->dp    ? ct_data_parallel_forward(r->dp, x)
+                                            : ct_forward(r->model, x);
                 loss = out ? ct_cross_entropy(out, y) : NULL;
             }
             if (s == CT_OK && !loss) s = ct_last_status(); /* the forward's own error, e.g. out of memory */
@@ -447,6 +451,9 @@ static int setup(run *r) {
     if (ct_module_to_checked(r->model, r->dev) != CT_OK) return fail("cannot move the model", ct_last_status());
     if (r->cfg.distributed && !(r->ddp = ct_ddp_new(r->model, (ct_ddp_opts){0})))
         return fail("cannot wrap the model in DistributedDataParallel", ct_last_status());
+    int ndev = 1;
+    if (r->cfg.data_parallel && !(r->dp = dist_data_parallel(r->model, r->dev, &ndev)) && ndev > 1)
+        return fail("cannot wrap the model in DataParallel", ct_last_status());
     r->opt = setup_optimizer(&r->cfg, r->model);
     if (!r->opt) return fail("cannot create the optimizer", ct_last_status());
     r->scaler = ct_grad_scaler_new(.disabled = strcmp(r->cfg.amp, "fp16") != 0);
@@ -481,6 +488,7 @@ static int teardown(run *r, int rc) {
     ct_grad_scaler_free(r->scaler);
     ct_optimizer_free(r->opt);
     ct_ddp_free(r->ddp);
+    ct_data_parallel_free(r->dp);
     ct_module_free(r->model);
     train_data_free(&r->data);
     bool lost = false;

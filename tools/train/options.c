@@ -62,6 +62,8 @@ static const char USAGE[] =
     "  --distributed         one rank of `mpirun -np N ctorch-train --distributed`: the model\n"
     "                        in DistributedDataParallel, each rank on its share of the\n"
     "                        training set (--batch-size per rank); rank 0 prints and saves\n"
+    "  --data-parallel       DataParallel: each batch split over every device of the\n"
+    "                        chosen backend (e.g. both PoCL devices); DDP is faster\n"
     "  --workers N           DataLoader worker threads (default 2; 0 loads inline)\n"
     "  --pin-memory / --no-pin-memory\n"
     "                        page-locked batches and non_blocking copies (default: on\n"
@@ -108,7 +110,7 @@ enum {
     OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_EPOCHS, OPT_BATCH, OPT_OPTIM, OPT_LR,
     OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_SEED, OPT_WORKERS, OPT_PIN, OPT_NO_PIN, OPT_AUGMENT,
     OPT_NO_AUGMENT, OPT_CKPT, OPT_RESUME, OPT_WEIGHTS, OPT_LOGDIR, OPT_METRICS, OPT_EVAL, OPT_PROGRESS,
-    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_AMP, OPT_DISTRIBUTED, OPT_VERSION
+    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_AMP, OPT_DISTRIBUTED, OPT_DATA_PARALLEL, OPT_VERSION
 };
 
 static const struct option LONG_OPTS[] = {
@@ -127,7 +129,7 @@ static const struct option LONG_OPTS[] = {
     {"log-every", required_argument, 0, OPT_LOG_EVERY}, {"limit-train", required_argument, 0, OPT_LIMIT_TRAIN},
     {"limit-test", required_argument, 0, OPT_LIMIT_TEST}, {"threads", required_argument, 0, OPT_THREADS},
     {"stop-after", required_argument, 0, OPT_STOP_AFTER}, {"amp", required_argument, 0, OPT_AMP},
-    {"distributed", no_argument, 0, OPT_DISTRIBUTED},
+    {"distributed", no_argument, 0, OPT_DISTRIBUTED},  {"data-parallel", no_argument, 0, OPT_DATA_PARALLEL},
     {"help", no_argument, 0, 'h'},                      {"version", no_argument, 0, OPT_VERSION},
     {0, 0, 0, 0}};
 
@@ -203,6 +205,9 @@ static int apply_option(train_config *c, int opt, const char *arg, const char *n
         break;
     case OPT_DISTRIBUTED:
         c->distributed = true;
+        break;
+    case OPT_DATA_PARALLEL:
+        c->data_parallel = true;
         break;
     case OPT_AMP:
         if (!one_of(arg, AMPS)) return usage_error("unknown --amp '%s'%s (expected none, bf16 or fp16)", arg, "");
@@ -315,6 +320,9 @@ int train_parse_args(train_config *c, int argc, char **argv) {
         return usage_error("--dataset cifar10 needs --data-dir (the cifar-10-batches-bin folder)%s%s", "", "");
     if (c->resume[0] && strcmp(c->resume, "auto") == 0 && !c->ckpt_dir[0])
         return usage_error("--resume auto needs --ckpt-dir%s%s", "", "");
+    if (c->distributed && c->data_parallel)
+        return usage_error("--distributed and --data-parallel exclude each other (use one process per device "
+                           "with --distributed)%s%s", "", "");
     if (c->eval_only && !c->weights[0] && !c->resume[0])
         return usage_error("--eval-only needs --weights FILE or --resume%s%s", "", "");
     finish_defaults(c);

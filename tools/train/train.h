@@ -55,6 +55,7 @@ typedef struct train_config {
     int stop_after;           /* stop after this epoch, as if interrupted (0: no) */
     char amp[8];              /* none, bf16, fp16: autocast (and the scaler for fp16) */
     bool distributed;         /* one rank of an mpirun job: DDP + DistributedSampler */
+    bool data_parallel;       /* DataParallel over every device of the chosen backend */
 } train_config;
 
 /* options.c */
@@ -122,6 +123,9 @@ ct_sampler *dist_train_sampler(const train_config *c, int64_t n, int rank, int w
  * MPI_Finalize, which could wait for ranks that still train: mpirun then
  * ends the job and names this rank. */
 void dist_teardown(const train_config *c, int rc);
+/* --data-parallel: model (on dev) wrapped for every device of dev's type;
+ * NULL with the error set, or (one device) with a note and no error. */
+ct_data_parallel *dist_data_parallel(ct_module *model, ct_device dev, int *ndevices);
 
 /* setup.c */
 typedef struct train_data {
