@@ -66,9 +66,11 @@ fi
 
 # ---- --distributed: 2 ranks under mpirun, 32 images each per step, learn as one process on 64 ----
 if command -v mpirun > /dev/null 2>&1 && "$train" --help | grep -q -- "--distributed"; then
-    mpirun --allow-run-as-root --oversubscribe -np 2 "$train" --distributed --epochs 2 \
-        --limit-train 1024 --limit-test 512 --batch-size 32 --threads 1 --progress none --seed 7 --device cpu \
-        --ckpt-dir "$tmp/ckdist" > "$tmp/dist.out" 2>&1; rc=$?
+    dist="--distributed --epochs 2 --limit-train 1000 --limit-test 512 --batch-size 32 --threads 1 --progress none"
+    dist="$dist --seed 7 --device cpu --workers 1"
+    # shellcheck disable=SC2086
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$train" $dist --ckpt-dir "$tmp/ckdist" \
+        --metrics "$tmp/dist.jsonl" > "$tmp/dist.out" 2>&1; rc=$?
     accd=$(sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$tmp/dist.out" | tail -1)
     if [ $rc -eq 0 ] && [ "$(grep -c "^done in" "$tmp/dist.out")" -eq 1 ] && grep -q "distributed: 2 processes" "$tmp/dist.out" \
         && [ -d "$tmp/ckdist/epoch-2" ] && awk -v a="${accd:-0}" -v f="${acc:-0}" 'BEGIN { exit !(a / 100 > f - 0.05) }'; then
@@ -76,6 +78,22 @@ if command -v mpirun > /dev/null 2>&1 && "$train" --help | grep -q -- "--distrib
     else
         fail "--distributed: rc $rc, accuracy ${accd:-?}% vs $acc: $(cat "$tmp/dist.out")"
     fi
+    # exact resume with the same world size: epoch 1, stop, resume for epoch 2
+    # shellcheck disable=SC2086
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$train" $dist --stop-after 1 --ckpt-dir "$tmp/ckd2" \
+        --metrics "$tmp/dist2.jsonl" > "$tmp/out" 2>&1 || fail "--distributed first half: $(cat "$tmp/out")"
+    # shellcheck disable=SC2086
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$train" $dist --resume auto --ckpt-dir "$tmp/ckd2" \
+        --metrics "$tmp/dist2.jsonl" > "$tmp/out" 2>&1 || fail "--distributed resumed half: $(cat "$tmp/out")"
+    [ "$(strip "$tmp/dist.jsonl")" = "$(strip "$tmp/dist2.jsonl")" ] \
+        && pass "--distributed resume with the same world size is exact" \
+        || { fail "--distributed resume differs:"; strip "$tmp/dist.jsonl"; strip "$tmp/dist2.jsonl"; }
+    # shellcheck disable=SC2086
+    mpirun --allow-run-as-root --oversubscribe -np 1 "$train" $dist --resume auto --ckpt-dir "$tmp/ckd2" \
+        > "$tmp/out" 2>&1; rc=$?
+    [ $rc -eq 2 ] && grep -q "written by 2 process(es) and this run has 1" "$tmp/out" \
+        && pass "--distributed resume with another world size is refused" \
+        || fail "--distributed resume with 1 rank: rc $rc: $(cat "$tmp/out")"
 else
     echo "skip: --distributed: no mpirun"
 fi

@@ -42,6 +42,9 @@
 
 #define PATH_CAP 2200
 
+/* Processes sharing the training set: the mpirun world under --distributed. */
+static int world_size(const train_config *c) { return c->distributed ? ct_dist_get_world_size() : 1; }
+
 #define TRY(expr)                        \
     do {                                 \
         ct_status try_s_ = (expr);       \
@@ -155,6 +158,7 @@ static ct_status write_state(ct_tensor_dict *d, const train_state *st, const tra
     if (s == CT_OK) s = set_meta_u64(d, "trainer.rng_offset", st->rng_offset);
     if (s == CT_OK) s = set_meta_u64(d, "trainer.batch_size", (uint64_t)c->batch_size);
     if (s == CT_OK) s = set_meta_u64(d, "trainer.train_samples", (uint64_t)st->train_samples);
+    if (s == CT_OK) s = set_meta_u64(d, "trainer.world_size", (uint64_t)world_size(c));
     if (s == CT_OK) s = ct_tensor_dict_set_metadata(d, "trainer.best_accuracy", best);
     if (s == CT_OK) s = ct_tensor_dict_set_metadata(d, "trainer.model", c->model);
     if (s == CT_OK) s = ct_tensor_dict_set_metadata(d, "trainer.dataset", c->dataset);
@@ -368,6 +372,12 @@ static ct_status read_state(const ct_tensor_dict *od, const char *file, const ch
     TRY(meta_u64(od, "trainer.rng_offset", file, UINT64_MAX, &ro, p));
     TRY(meta_u64(od, "trainer.batch_size", file, INT32_MAX, &bs, p));
     TRY(meta_u64(od, "trainer.train_samples", file, UINT64_C(1) << 53, &samples, p));
+    uint64_t ws = 1; /* absent in checkpoints from before --distributed */
+    if (ct_tensor_dict_get_metadata(od, "trainer.world_size")) TRY(meta_u64(od, "trainer.world_size", file, 1 << 20, &ws, p));
+    if (ws != (uint64_t)world_size(c))
+        return problem(p, false, "%s was written by %" PRIu64 " process(es) and this run has %d: the data each rank "
+                       "sees depends on it, so resume with the same number of ranks (or use --weights to start a "
+                       "new run from its model)", file, ws, world_size(c));
     int named = epoch_of_name(folder);
     if (epoch < 1 || (named && (uint64_t)named != epoch))
         return problem(p, true, "%s: trainer.epoch is %" PRIu64 " in folder %s", file, epoch, folder);
@@ -375,7 +385,8 @@ static ct_status read_state(const ct_tensor_dict *od, const char *file, const ch
         return problem(p, false, "%s was written with --batch-size %" PRIu64 " and %" PRIu64 " training images; "
                        "this run has %" PRId64 " and %" PRId64 " (exact resume needs the same; use --weights to "
                        "start a new run from its model)", file, bs, samples, c->batch_size, train_samples);
-    uint64_t per_epoch = (samples + bs - 1) / bs;
+    const uint64_t share = (samples + ws - 1) / ws; /* DistributedSampler pads every rank to this */
+    uint64_t per_epoch = (share + bs - 1) / bs;
     if (step != epoch * per_epoch)
         return problem(p, true, "%s: trainer.global_step is %" PRIu64 ", but %" PRIu64 " epochs of %" PRIu64
                        " steps make %" PRIu64, file, step, epoch, per_epoch, epoch * per_epoch);
