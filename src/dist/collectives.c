@@ -9,10 +9,13 @@
  * widened to float32, so their sums round once) whose result is copied
  * back. Every request is non-blocking and waited for with the group's
  * deadline (process_group.c), and every call first checks that the ranks
- * agree on dtype and shape.
+ * agree on dtype and shape. Under backend "nccl", CUDA tensors skip the
+ * host copy: a contiguous tensor on the device goes to NCCL
+ * (device_comm.c), queued on the device's current stream.
  */
 #include <stdlib.h>
 
+#include "core/backend_comm.h"
 #include "core/error.h"
 #include "core/internal.h"
 #include "core/tensor_impl.h"
@@ -140,8 +143,10 @@ static ct_status check_count(const char *op, const ct_tensor *t) {
 
 struct ct_work {
     MPI_Request req;
-    ct_tensor *user, *host;
+    ct_tensor *user, *host; /* host: the buffer the exchange works on (on the device for NCCL) */
     ct_dist_reduce_op op;
+    const ct_backend_comm *dev_ops; /* NCCL's path, else NULL (MPI) */
+    void *dev_comm;
     bool done;
     ct_status status;
 };
@@ -159,6 +164,10 @@ static ct_status all_reduce_checks(const char *op, ct_tensor *t, ct_dist_reduce_
 static ct_status all_reduce_start(ct_work *w, const char *op) {
     w->req = MPI_REQUEST_NULL;
     if (ct_numel(w->host) == 0) return CT_OK;
+    if (w->dev_ops) {
+        const ct_kview v = ct_kview_of(w->host);
+        return w->dev_ops->all_reduce(w->dev_comm, &v, (int)w->op);
+    }
     const int rc = MPI_Iallreduce(MPI_IN_PLACE, ct_data_ptr(w->host), count_of(w->host),
                                   mpi_type(w->host->dtype), mpi_op(w->op, w->host->dtype),
                                   cti_dist_comm(), &w->req);
@@ -167,7 +176,7 @@ static ct_status all_reduce_start(ct_work *w, const char *op) {
 
 static ct_status all_reduce_finish(ct_work *w) {
     w->done = true;
-    if (w->status == CT_OK && w->op == CT_DIST_AVG) divide_by_world(w->host);
+    if (w->status == CT_OK && w->op == CT_DIST_AVG && !w->dev_ops) divide_by_world(w->host);
     if (w->status == CT_OK) w->status = write_back(w->user, w->host);
     return w->status;
 }
@@ -181,8 +190,9 @@ ct_work *ct_dist_all_reduce_async(ct_tensor *t, ct_dist_reduce_op op) {
         return NULL;
     }
     w->user = ct_retain(t), w->op = op; /* the tensor outlives the caller's handle until the work is freed */
-    w->host = host_copy(t);
-    w->status = w->host ? all_reduce_start(w, name) : ct_last_status();
+    w->status = cti_dist_device_comm(t, &w->dev_ops, &w->dev_comm);
+    if (w->status == CT_OK) w->host = w->dev_ops ? cti_contiguous(t) : host_copy(t);
+    if (w->status == CT_OK) w->status = w->host ? all_reduce_start(w, name) : ct_last_status();
     if (w->status != CT_OK) { /* the error stays set */
         w->done = true;
         ct_work_free(w);
@@ -195,7 +205,14 @@ bool ct_work_is_completed(ct_work *w) {
     if (!w) return false;
     if (w->done) return true;
     int finished = 1;
-    if (w->req != MPI_REQUEST_NULL) w->status = cti_dist_test(&w->req, "all_reduce", &finished);
+    if (w->dev_ops) {
+        bool ready = false;
+        w->status = cti_dist_device_test(w->dev_ops, w->dev_comm, w->host->storage->device.index, "all_reduce",
+                                         &ready);
+        finished = ready;
+    } else if (w->req != MPI_REQUEST_NULL) {
+        w->status = cti_dist_test(&w->req, "all_reduce", &finished);
+    }
     if (w->status != CT_OK || finished) all_reduce_finish(w);
     return w->done;
 }
@@ -203,7 +220,10 @@ bool ct_work_is_completed(ct_work *w) {
 ct_status ct_work_wait(ct_work *w) {
     CT_CHECK_STATUS(w != NULL, CT_ERR_INVALID_ARG, "work.wait: NULL work");
     if (w->done) return w->status == CT_OK ? CT_OK : ct_error_set(w->status, "work.wait: the operation failed");
-    if (w->req != MPI_REQUEST_NULL) w->status = cti_dist_wait(&w->req, "all_reduce");
+    if (w->dev_ops)
+        w->status = cti_dist_device_wait(w->dev_ops, w->dev_comm, w->host->storage->device.index, "all_reduce");
+    else if (w->req != MPI_REQUEST_NULL)
+        w->status = cti_dist_wait(&w->req, "all_reduce");
     return all_reduce_finish(w);
 }
 
@@ -225,6 +245,53 @@ ct_status ct_dist_all_reduce(ct_tensor *t, ct_dist_reduce_op op) {
 
 /* ---- broadcast, all_gather, reduce_scatter, barrier ---------------------------------------- */
 
+/* ---- the device library's path (backend "nccl", CUDA tensors) ------------------------ */
+
+/* A contiguous tensor on out's device for the library to write out's
+ * result into (out itself when contiguous). */
+static ct_tensor *device_result(const ct_tensor *out) {
+    if (ct_is_contiguous(out)) return ct_retain((ct_tensor *)out);
+    return cti_empty(out->shape, out->ndim, out->dtype, out->storage->device);
+}
+
+/* What a collective asks of the library, between the contiguous buffers. */
+typedef ct_status (*device_call)(const ct_backend_comm *ops, void *comm, const ct_kview *out, const ct_kview *in,
+                                 int arg);
+
+/* Runs call on contiguous copies of `in` and a buffer for `out` (the same
+ * tensor for in-place collectives), waits with the deadline and writes
+ * out's result back unless write is false. */
+static ct_status run_on_device(const char *op, const ct_backend_comm *ops, void *comm, ct_tensor *out,
+                               const ct_tensor *in, device_call call, int arg, bool write) {
+    CT_CHECK_STATUS(ct_device_equal(out->storage->device, in->storage->device), CT_ERR_DEVICE,
+                    "%s: output and input must be on the same device for nccl", op);
+    ct_tensor *win = cti_contiguous(in), *wout = win && out != in ? device_result(out) : win ? ct_retain(win) : NULL;
+    ct_status st = win && wout ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        const ct_kview vo = ct_kview_of(wout), vi = ct_kview_of(win);
+        st = call(ops, comm, &vo, &vi, arg);
+    }
+    if (st == CT_OK) st = cti_dist_device_wait(ops, comm, in->storage->device.index, op);
+    if (st == CT_OK && write) st = write_back(out, wout);
+    ct_decref(win), ct_decref(wout);
+    return st;
+}
+
+static ct_status call_broadcast(const ct_backend_comm *ops, void *comm, const ct_kview *out, const ct_kview *in,
+                                int root) {
+    (void)in;
+    return ops->broadcast(comm, out, root);
+}
+static ct_status call_all_gather(const ct_backend_comm *ops, void *comm, const ct_kview *out, const ct_kview *in,
+                                 int unused) {
+    (void)unused;
+    return ops->all_gather(comm, out, in);
+}
+static ct_status call_reduce_scatter(const ct_backend_comm *ops, void *comm, const ct_kview *out,
+                                     const ct_kview *in, int op) {
+    return ops->reduce_scatter(comm, out, in, op);
+}
+
 /* Runs one started request to its end, or reports the start's failure. */
 static ct_status finish(int rc, MPI_Request *req, const char *op) {
     return rc == MPI_SUCCESS ? cti_dist_wait(req, op) : cti_dist_mpi_error(rc, op);
@@ -241,6 +308,10 @@ ct_status ct_dist_broadcast(ct_tensor *t, int src) {
     CT_TRY(cti_check_write(op, t, NULL));
     CT_TRY(cti_dist_check_same(op, t, src));
     if (ct_numel(t) == 0) return CT_OK;
+    const ct_backend_comm *ops;
+    void *comm;
+    CT_TRY(cti_dist_device_comm(t, &ops, &comm));
+    if (ops) return run_on_device(op, ops, comm, t, t, call_broadcast, src, cti_dist_rank() != src);
     ct_tensor *host = host_copy(t);
     if (!host) return ct_last_status();
     MPI_Request req;
@@ -284,6 +355,10 @@ ct_status ct_dist_all_gather(ct_tensor *out, const ct_tensor *in) {
     CT_TRY(gather_checks(op, out, in, true));
     CT_TRY(cti_dist_check_same(op, in, 0));
     if (ct_numel(in) == 0) return CT_OK;
+    const ct_backend_comm *ops;
+    void *comm;
+    CT_TRY(cti_dist_device_comm(in, &ops, &comm));
+    if (ops) return run_on_device(op, ops, comm, out, in, call_all_gather, 0, true);
     ct_tensor *hin = host_copy(in), *hout = hin ? host_result(out) : NULL;
     ct_status st = ct_last_status();
     if (hin && hout) {
@@ -304,6 +379,10 @@ ct_status ct_dist_reduce_scatter(ct_tensor *out, const ct_tensor *in, ct_dist_re
     CT_TRY(gather_checks(op, out, in, false));
     CT_TRY(cti_dist_check_same(op, in, r));
     if (ct_numel(out) == 0) return CT_OK;
+    const ct_backend_comm *ops;
+    void *comm;
+    CT_TRY(cti_dist_device_comm(in, &ops, &comm));
+    if (ops) return run_on_device(op, ops, comm, out, in, call_reduce_scatter, (int)r, true);
     ct_tensor *hin = host_copy(in), *hout = hin ? host_result(out) : NULL;
     ct_status st = ct_last_status();
     if (hin && hout) {

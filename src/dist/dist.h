@@ -34,6 +34,26 @@ ct_status cti_dist_mpi_error(int rc, const char *op);
  * root rank of a broadcast); fails on every rank, naming each rank's
  * tensor, when they differ. */
 ct_status cti_dist_check_same(const char *op, const ct_tensor *t, int64_t extra);
+
+/* The group's deadline (seconds), and marking it broken (process_group.c). */
+double cti_dist_timeout(void);
+void cti_dist_mark_broken(void);
+/* Whether the group was made with backend "nccl" (CUDA tensors through the
+ * device library). */
+bool cti_dist_uses_device_lib(void);
+
+/* device_comm.c: the device library's path. */
+struct ct_backend_comm;
+bool cti_dist_device_lib_available(void);
+/* The library and this device's communicator for t (made on first use), or
+ * *ops NULL when t goes through MPI (not a CUDA tensor, or backend mpi). */
+ct_status cti_dist_device_comm(const ct_tensor *t, const struct ct_backend_comm **ops, void **comm);
+ct_status cti_dist_device_test(const struct ct_backend_comm *ops, void *comm, int device, const char *op,
+                               bool *done);
+/* Waits for the device's queued collectives until the deadline; a timeout
+ * aborts the communicator and breaks the group. */
+ct_status cti_dist_device_wait(const struct ct_backend_comm *ops, void *comm, int device, const char *op);
+void cti_dist_device_comms_release(bool abort);
 #endif
 
 #endif /* CT_DIST_DIST_H */

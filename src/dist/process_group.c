@@ -17,6 +17,9 @@
  *
  * Errors from MPI are returned, not fatal: the communicator's error handler
  * is MPI_ERRORS_RETURN, so the library never aborts the program.
+ *
+ * Backend "nccl" keeps MPI for ranks, ids and host tensors, and sends CUDA
+ * tensors through the CUDA backend's NCCL (device_comm.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -60,7 +63,7 @@ ct_status ct_dist_destroy_process_group(void) { return no_mpi(); }
 #endif
 
 static struct {
-    bool initialized, destroyed, broken;
+    bool initialized, destroyed, broken, device_lib;
     int rank, world;
     double timeout_s;
     MPI_Comm comm;
@@ -88,8 +91,10 @@ static ct_status check_env(const char *name, int mpi_value) {
 
 ct_status ct_dist_init_process_group(ct_dist_opts opts) {
     const char *backend = opts.backend ? opts.backend : "mpi";
-    CT_CHECK_STATUS(strcmp(backend, "mpi") == 0, CT_ERR_UNSUPPORTED,
-                    "init_process_group: backend '%s' is not available (this build has: mpi)", backend);
+    const bool nccl = strcmp(backend, "nccl") == 0, nccl_built = cti_dist_device_lib_available();
+    CT_CHECK_STATUS(strcmp(backend, "mpi") == 0 || (nccl && nccl_built), CT_ERR_UNSUPPORTED,
+                    "init_process_group: backend '%s' is not available (this build has: mpi%s)", backend,
+                    nccl_built ? ", nccl" : "");
     CT_CHECK_STATUS(opts.timeout_s >= 0, CT_ERR_INVALID_ARG,
                     "init_process_group: timeout must be >= 0 seconds, got %g", opts.timeout_s);
     CT_CHECK_STATUS(!pg.initialized, CT_ERR_STATE, "trying to initialize the default process group twice!");
@@ -113,7 +118,7 @@ ct_status ct_dist_init_process_group(ct_dist_opts opts) {
         return st;
     }
     pg.timeout_s = opts.timeout_s > 0 ? opts.timeout_s : CT_DIST_DEFAULT_TIMEOUT_S;
-    pg.initialized = true, pg.broken = false;
+    pg.initialized = true, pg.broken = false, pg.device_lib = nccl;
     return CT_OK;
 }
 
@@ -121,6 +126,7 @@ ct_status ct_dist_destroy_process_group(void) {
     CT_CHECK_STATUS(pg.initialized, CT_ERR_STATE, "destroy_process_group: Default process group has not been initialized, "
                                                   "please make sure to call init_process_group.");
     pg.initialized = false, pg.destroyed = true;
+    cti_dist_device_comms_release(pg.broken);
     if (pg.broken) { /* a collective may still be pending: finalizing would wait for it */
         MPI_Abort(MPI_COMM_WORLD, 1);
         return CT_OK;
@@ -133,6 +139,10 @@ ct_status ct_dist_destroy_process_group(void) {
     LSAN_IGNORE_END();
     return CT_OK;
 }
+
+double cti_dist_timeout(void) { return pg.timeout_s; }
+void cti_dist_mark_broken(void) { pg.broken = true; }
+bool cti_dist_uses_device_lib(void) { return pg.device_lib; }
 
 ct_status cti_dist_ready(const char *op) {
     CT_CHECK_STATUS(pg.initialized, CT_ERR_STATE, "%s: Default process group has not been initialized, "

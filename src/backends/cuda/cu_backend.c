@@ -454,6 +454,7 @@ static void cu_host_free(void *ptr) {
 static ct_backend_proc cu_get_proc(const char *name) {
     if (!strcmp(name, "cublas_version")) return (ct_backend_proc)ct_cu_dl_cublas_version;
     if (!strcmp(name, "cudnn_version")) return (ct_backend_proc)ct_cu_dl_cudnn_version;
+    if (!strcmp(name, "comm_ops")) return (ct_backend_proc)ct_cu_comm_ops;
     return NULL;
 }
 

@@ -1,5 +1,5 @@
 /*
- * cu_dl.c — loading cuBLAS and cuDNN with dlopen, their status names as
+ * cu_dl.c — loading cuBLAS and cuDNN (and, for cu_nccl.c, any library) with dlopen, their status names as
  * ctorch errors, and the per-(device, thread) library handles (cu_dl.h).
  *
  * Each library is loaded once per process (pthread_once) on first use: the
@@ -35,13 +35,8 @@
 
 /* ---- loading ------------------------------------------------------------------------ */
 
-typedef struct sym_slot {
-    const char *name;
-    size_t offset; /* of the function pointer in its table */
-} sym_slot;
-
 #define CUBLAS_SYM(fn) {#fn, offsetof(ct_cublas_api, fn)}
-static const sym_slot cublas_syms[] = {
+static const ct_cu_sym_slot cublas_syms[] = {
     CUBLAS_SYM(cublasCreate_v2),       CUBLAS_SYM(cublasSetStream_v2),
     CUBLAS_SYM(cublasSetMathMode),     CUBLAS_SYM(cublasSetWorkspace_v2),
     CUBLAS_SYM(cublasGetProperty),     CUBLAS_SYM(cublasGetStatusName),
@@ -50,7 +45,7 @@ static const sym_slot cublas_syms[] = {
 };
 
 #define CUDNN_SYM(fn) {#fn, offsetof(ct_cudnn_api, fn)}
-static const sym_slot cudnn_syms[] = {
+static const ct_cu_sym_slot cudnn_syms[] = {
     CUDNN_SYM(cudnnGetVersion),
     CUDNN_SYM(cudnnGetErrorString),
     CUDNN_SYM(cudnnGetLastErrorString),
@@ -105,20 +100,9 @@ static const char *const cudnn_sublibs[] = {
     "libcudnn_engines_precompiled.so.9", "libcudnn_adv.so.9",
 };
 
-/* One library: where to look and what was found. */
-typedef struct dl_lib {
-    const char *label;              /* "cuBLAS" */
-    const char *const *candidates;  /* NULL-terminated */
-    const sym_slot *syms;
-    size_t nsyms;
-    void *table;                    /* filled on success */
-    int version;                    /* 0 until loaded */
-    char error[1024];               /* why not, when version is 0 */
-} dl_lib;
-
 /* Fill the table from handle; false (with lib->error) when a symbol is
  * missing. */
-static bool resolve(dl_lib *lib, void *handle, const char *path) {
+static bool resolve(ct_cu_dl_lib *lib, void *handle, const char *path) {
     for (size_t i = 0; i < lib->nsyms; i++) {
         void *p = dlsym(handle, lib->syms[i].name);
         if (!p) {
@@ -131,11 +115,7 @@ static bool resolve(dl_lib *lib, void *handle, const char *path) {
     return true;
 }
 
-typedef int (*version_fn)(dl_lib *lib, char *why, size_t size);
-
-/* Try each candidate; the first that loads, resolves and passes
- * check_version wins. */
-static void load(dl_lib *lib, version_fn check_version, const char **loaded_path) {
+void ct_cu_dl_load(ct_cu_dl_lib *lib, ct_cu_version_fn check_version, const char **loaded_path) {
     char first_error[400] = "", tried[400] = "";
     for (int i = 0; lib->candidates[i]; i++) {
         const char *path = lib->candidates[i];
@@ -165,17 +145,17 @@ static ct_cublas_api g_cublas_api;
 static const char *const cublas_candidates[] = {
     "libcublas.so." CT_CU_STR(CUBLAS_VER_MAJOR), "libcublas.so",
     CT_CU_LIB_DIR "libcublas.so." CT_CU_STR(CUBLAS_VER_MAJOR), CT_CU_LIB_DIR "libcublas.so", NULL};
-static dl_lib g_cublas = {"cuBLAS", cublas_candidates, cublas_syms,
+static ct_cu_dl_lib g_cublas = {"cuBLAS", cublas_candidates, cublas_syms,
                           sizeof cublas_syms / sizeof cublas_syms[0], &g_cublas_api, 0, ""};
 
 static ct_cudnn_api g_cudnn_api;
 static const char *const cudnn_candidates[] = {
     "libcudnn.so." CT_CU_STR(CUDNN_MAJOR), "libcudnn.so",
     CT_CU_LIB_DIR "libcudnn.so." CT_CU_STR(CUDNN_MAJOR), CT_CU_LIB_DIR "libcudnn.so", NULL};
-static dl_lib g_cudnn = {"cuDNN", cudnn_candidates, cudnn_syms,
+static ct_cu_dl_lib g_cudnn = {"cuDNN", cudnn_candidates, cudnn_syms,
                          sizeof cudnn_syms / sizeof cudnn_syms[0], &g_cudnn_api, 0, ""};
 
-static int cublas_version(dl_lib *lib, char *why, size_t size) {
+static int cublas_version(ct_cu_dl_lib *lib, char *why, size_t size) {
     (void)lib;
     int v[3] = {0, 0, 0};
     const libraryPropertyType props[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
@@ -193,7 +173,7 @@ static int cublas_version(dl_lib *lib, char *why, size_t size) {
     return v[0] * 10000 + v[1] * 100 + v[2];
 }
 
-static int cudnn_version(dl_lib *lib, char *why, size_t size) {
+static int cudnn_version(ct_cu_dl_lib *lib, char *why, size_t size) {
     (void)lib;
     size_t v = g_cudnn_api.cudnnGetVersion();
     if (v / 10000 != CUDNN_MAJOR) {
@@ -222,12 +202,12 @@ static pthread_once_t g_cublas_once = PTHREAD_ONCE_INIT, g_cudnn_once = PTHREAD_
 
 static void load_cublas(void) {
     const char *path = NULL;
-    load(&g_cublas, cublas_version, &path);
+    ct_cu_dl_load(&g_cublas, cublas_version, &path);
 }
 
 static void load_cudnn(void) {
     const char *path = NULL;
-    load(&g_cudnn, cudnn_version, &path);
+    ct_cu_dl_load(&g_cudnn, cudnn_version, &path);
     if (path) preload_cudnn_sublibs(path);
 }
 

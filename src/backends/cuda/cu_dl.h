@@ -97,6 +97,30 @@ typedef struct ct_cudnn_api {
 
 #undef CT_CU_FN
 
+/* ---- the loader (cu_dl.c), also used for NCCL (cu_nccl.c) ---- */
+typedef struct ct_cu_sym_slot {
+    const char *name;
+    size_t offset; /* of the function pointer in its table */
+} ct_cu_sym_slot;
+
+/* One library: where to look and what was found. */
+typedef struct ct_cu_dl_lib {
+    const char *label;              /* "cuBLAS" */
+    const char *const *candidates;  /* NULL-terminated */
+    const ct_cu_sym_slot *syms;
+    size_t nsyms;
+    void *table;                    /* filled on success */
+    int version;                    /* 0 until loaded */
+    char error[1024];               /* why not, when version is 0 */
+} ct_cu_dl_lib;
+
+/* The library's version (> 0) once its table is filled, or 0 with why. */
+typedef int (*ct_cu_version_fn)(ct_cu_dl_lib *lib, char *why, size_t size);
+/* Tries each candidate; the first that loads, resolves every symbol and
+ * passes check_version wins (lib->version > 0, *loaded_path set), else
+ * lib->error says why. Call once (pthread_once). */
+void ct_cu_dl_load(ct_cu_dl_lib *lib, ct_cu_version_fn check_version, const char **loaded_path);
+
 /* The loaded tables, or NULL with an error set (CT_ERR_UNSUPPORTED naming
  * the library, the paths tried and dlerror(); op names the operation). */
 const ct_cublas_api *ct_cu_cublas(const char *op);

@@ -85,6 +85,11 @@ extern const void *const ct_cu_kernel_table[];
 extern const int ct_cu_kernel_count;
 extern const struct ct_gpu_device ct_cu_gpu;
 
+/* cu_nccl.c: NCCL as the process group's collective library
+ * (get_proc("comm_ops"); src/core/backend_comm.h). */
+struct ct_backend_comm;
+const struct ct_backend_comm *ct_cu_comm_ops(void);
+
 /* cu_blas.c: matmul through cuBLAS (TF32 per ct_backends settings). */
 ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
 
