@@ -255,6 +255,35 @@ static void test_ddp_matches_single_process(void) {
     ct_module_free(model), ct_module_free(single);
 }
 
+/* A module whose forward uses its first child only. */
+static ct_tensor *first_only(ct_module *self, const ct_tensor *x) { return ct_forward(ct_module_child(self, "used"), x); }
+
+static void test_ddp_find_unused_parameters(void) {
+    ct_manual_seed(9);
+    ct_module *m = ct_module_new("Partial", first_only, NULL, NULL);
+    ct_module_add_child(m, "used", ct_nn_linear(4, 3, true));
+    ct_module_add_child(m, "unused", ct_nn_linear(4, 3, true));
+    ct_ddp *ddp = ct_ddp_new(m, (ct_ddp_opts){.find_unused_parameters = true, .bucket_cap_mb = 0.00001});
+    CT_EXPECT_MSG(ddp != NULL, "%s", ct_last_error());
+    for (int step = 0; ddp && step < 2; step++) CT_SCOPE {
+        ct_tensor *x = ct_full(CT_SHAPE(2, 4), rank + 1.0);
+        ct_tensor *out = ct_ddp_forward(ddp, x);
+        CT_EXPECT_MSG(out != NULL, "step %d: %s", step, ct_last_error());
+        CT_EXPECT(out && ct_backward(ct_sum_all(out)) == CT_OK);
+        /* d/dW of sum(x W^T + b) for x = (rank + 1): every element of W's gradient is 2 (rank + 1),
+         * averaged over ranks: (world + 1); the bias's is 2; the unused layer's is zero */
+        ct_tensor *gw = ct_grad(ct_module_get(m, "used.weight")), *gb = ct_grad(ct_module_get(m, "used.bias"));
+        ct_tensor *gu = ct_grad(ct_module_get(m, "unused.weight"));
+        const double k = step + 1.0; /* gradients accumulate: no zero_grad between the steps */
+        CT_EXPECT(gw && gb && gu);
+        if (gw) CT_EXPECT_NEAR(ct_item(ct_max_all(gw)), k * (world + 1), 1e-6);
+        if (gb) CT_EXPECT_NEAR(ct_item(ct_min_all(gb)), k * 2, 1e-6);
+        if (gu) CT_EXPECT_NEAR(ct_item(ct_max_all(ct_abs(gu))), 0.0, 0.0);
+    }
+    ct_ddp_free(ddp);
+    ct_module_free(m);
+}
+
 static void test_ddp_errors(void) {
     CT_EXPECT(ct_ddp_new(NULL, (ct_ddp_opts){0}) == NULL);
     ct_clear_error();
@@ -298,6 +327,7 @@ int main(int argc, char **argv) {
         CT_RUN(test_async);
         CT_RUN(test_errors);
         CT_RUN(test_ddp_matches_single_process);
+        CT_RUN(test_ddp_find_unused_parameters);
         CT_RUN(test_ddp_errors);
         CT_EXPECT_INT_EQ(ct_dist_destroy_process_group(), CT_OK);
         CT_EXPECT_INT_EQ(ct_dist_init_process_group((ct_dist_opts){0}), CT_ERR_STATE);

@@ -126,13 +126,17 @@ CT_API void ct_data_parallel_free(ct_data_parallel *dp);
  * the last one the averaged gradients are written back into .grad. Every
  * forward broadcasts the buffers from rank 0 (batch-norm statistics), as
  * PyTorch's broadcast_buffers=True. Every parameter that requires grad
- * must receive a gradient in each synchronised backward (unused-parameter
- * detection is not implemented: the next forward then fails with PyTorch's
- * "Expected to have finished reduction in the prior iteration" error). */
+ * must receive a gradient in each synchronised backward, or the next
+ * forward fails with PyTorch's "Expected to have finished reduction in the
+ * prior iteration" error, unless find_unused_parameters: then each forward
+ * walks the graph from its output and counts the parameters it cannot
+ * reach as ready with a zero gradient (unlike PyTorch, a parameter unused
+ * on every rank then gets a zero .grad rather than none). */
 typedef struct ct_ddp ct_ddp;
 typedef struct ct_ddp_opts {
-    double bucket_cap_mb;      /* 0: 25 */
-    bool no_broadcast_buffers; /* broadcast_buffers=False */
+    double bucket_cap_mb;        /* 0: 25 */
+    bool no_broadcast_buffers;   /* broadcast_buffers=False */
+    bool find_unused_parameters; /* walk the graph after each forward (costs a traversal) */
 } ct_ddp_opts;
 /* Wraps module (borrowed: it must outlive the wrapper). NULL with the error
  * set on failure, e.g. when the ranks' modules differ in shapes. */

@@ -95,6 +95,10 @@ void cta_node_release(ct_node *n);
 void cta_count_hooked_edges(ct_node *const *nodes, size_t n, int count);
 ct_status cta_leaf_edge_done(ct_tensor *leaf);
 ct_status cta_run_grad_hooks(ct_tensor *leaf);
+/* Calls visit for every leaf that requires grad and that backward from
+ * root would reach (a leaf reached twice is visited twice). Uses the
+ * nodes' visited flags, so not during a backward. */
+ct_status cta_visit_leaves(const ct_tensor *root, void (*visit)(ct_tensor *leaf, void *user), void *user);
 
 /* Gradient helpers for backward formulas (untracked results):
  * sum grad down to an input's shape (undoing broadcasting) and cast it to the

@@ -58,6 +58,41 @@ void cta_count_hooked_edges(ct_node *const *nodes, size_t n, int count) {
         }
 }
 
+ct_status cta_visit_leaves(const ct_tensor *root, void (*visit)(ct_tensor *leaf, void *user), void *user) {
+    if (!root || !root->grad_fn) {
+        if (root && root->requires_grad) visit((ct_tensor *)root, user);
+        return CT_OK;
+    }
+    size_t n = 0, cap = 64, seen_n = 0;
+    ct_node **stack = malloc(cap * sizeof *stack), **seen = malloc(cap * sizeof *seen);
+    ct_status st = stack && seen ? CT_OK : ct_error_set(CT_ERR_OOM, "autograd: out of memory walking the graph");
+    if (st == CT_OK) stack[n++] = root->grad_fn, seen[seen_n++] = root->grad_fn, root->grad_fn->visited = true;
+    while (st == CT_OK && n) {
+        ct_node *node = stack[--n];
+        for (int i = 0; i < node->n_inputs; i++) {
+            if (node->leaf[i]) visit(node->leaf[i], user);
+            ct_node *m = node->next[i];
+            if (!m || m->visited) continue;
+            if (n == cap || seen_n == cap) {
+                cap *= 2;
+                ct_node **s2 = realloc(stack, cap * sizeof *s2);
+                if (s2) stack = s2;
+                ct_node **v2 = s2 ? realloc(seen, cap * sizeof *v2) : NULL;
+                if (v2) seen = v2;
+                if (!s2 || !v2) {
+                    st = ct_error_set(CT_ERR_OOM, "autograd: out of memory walking the graph");
+                    break;
+                }
+            }
+            m->visited = true;
+            stack[n++] = m, seen[seen_n++] = m;
+        }
+    }
+    for (size_t k = 0; seen && k < seen_n; k++) seen[k]->visited = false;
+    free(stack), free(seen);
+    return st;
+}
+
 ct_status cta_leaf_edge_done(ct_tensor *leaf) {
     if (!leaf->hooks || --leaf->hook_pending > 0) return CT_OK;
     return cta_run_grad_hooks(leaf);

@@ -20,10 +20,12 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/error.h"
 #include "core/internal.h"
+#include "autograd/autograd.h"
 #include "core/tensor_impl.h"
 #include "ctorch/autograd.h"
 #include "dist.h"
@@ -67,7 +69,8 @@ typedef struct hook_ctx {
 
 struct ct_ddp {
     ct_module *module;
-    bool broadcast_buffers, sync;
+    bool broadcast_buffers, sync, find_unused;
+    bool *used;          /* find_unused: reached from this forward's output */
     int nparams;         /* parameters that require grad */
     ct_tensor **params;  /* borrowed from the module */
     int *order;          /* parameter indices, bucket by bucket (reverse registration order) */
@@ -153,7 +156,10 @@ static ct_status finalize(ct_ddp *d) {
     }
     for (int i = 0; st == CT_OK && i < d->nparams; i++) {
         ct_tensor *slice = slice_of(d, i);
-        st = slice ? cti_copy(d->params[i]->grad, slice) : ct_last_status();
+        ct_tensor *p = d->params[i];
+        if (!slice) st = ct_last_status();
+        else if (p->grad) st = cti_copy(p->grad, slice);
+        else if (!(p->grad = cti_clone(slice))) st = ct_last_status(); /* unused here, maybe not elsewhere */
         ct_decref(slice);
     }
     d->next_launch = d->ready = 0;
@@ -219,7 +225,8 @@ static ct_status take_params(ct_ddp *d) {
     const size_t np = (size_t)(d->nparams > 0 ? d->nparams : 1);
     d->order = calloc(np, sizeof *d->order), d->bucket_of = calloc(np, sizeof *d->bucket_of);
     d->offset = calloc(np, sizeof *d->offset), d->hooks = calloc(np, sizeof *d->hooks);
-    CT_CHECK_STATUS(d->order && d->bucket_of && d->offset && d->hooks, CT_ERR_OOM,
+    d->used = calloc(np, sizeof *d->used);
+    CT_CHECK_STATUS(d->order && d->bucket_of && d->offset && d->hooks && d->used, CT_ERR_OOM,
                     "DistributedDataParallel: out of memory");
     return CT_OK;
 }
@@ -241,6 +248,7 @@ ct_ddp *ct_ddp_new(ct_module *module, ct_ddp_opts opts) {
     ct_ddp *d = calloc(1, sizeof *d);
     CT_CHECK_NULL(d != NULL, CT_ERR_OOM, "%s: out of memory", op);
     d->module = module, d->sync = true, d->broadcast_buffers = !opts.no_broadcast_buffers;
+    d->find_unused = opts.find_unused_parameters;
     ct_status st = take_params(d);
     if (st == CT_OK) st = broadcast_state(module, true);
     if (st == CT_OK) st = broadcast_state(module, false);
@@ -253,6 +261,28 @@ ct_ddp *ct_ddp_new(ct_module *module, ct_ddp_opts opts) {
     return d;
 }
 
+static void mark_used(ct_tensor *leaf, void *user) {
+    ct_ddp *d = user;
+    for (int i = 0; i < d->nparams; i++)
+        if (d->params[i] == leaf) d->used[i] = true;
+}
+
+/* find_unused_parameters: the parameters this output cannot reach are
+ * ready now, with a zero gradient in their slice. */
+static ct_status mark_unused_ready(ct_ddp *d, const ct_tensor *out) {
+    memset(d->used, 0, sizeof *d->used * (size_t)d->nparams);
+    CT_TRY(cta_visit_leaves(out, mark_used, d));
+    for (int i = 0; i < d->nparams; i++) {
+        if (d->used[i]) continue;
+        ct_tensor *slice = slice_of(d, i);
+        ct_status st = slice ? cti_fill(slice, 0.0) : ct_last_status();
+        ct_decref(slice);
+        CT_TRY(st);
+        d->buckets[d->bucket_of[i]].pending--, d->ready++;
+    }
+    return launch_ready(d);
+}
+
 ct_tensor *ct_ddp_forward(ct_ddp *d, const ct_tensor *input) {
     CT_CHECK_OBJ(d, NULL, "DistributedDataParallel.forward: NULL wrapper");
     CT_CHECK_NULL(d->ready == 0 || !d->sync, CT_ERR_STATE,
@@ -261,7 +291,12 @@ ct_tensor *ct_ddp_forward(ct_ddp *d, const ct_tensor *input) {
                   "(%d of %d gradients arrived in the last backward); every parameter that requires grad must "
                   "take part in the loss on every rank", d->ready, d->nparams);
     if (d->sync && d->broadcast_buffers && broadcast_state(d->module, false) != CT_OK) return NULL;
-    return ct_forward(d->module, input);
+    ct_tensor *out = ct_forward(d->module, input);
+    if (out && d->sync && d->find_unused && ct_is_grad_enabled() && mark_unused_ready(d, out) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 ct_module *ct_ddp_module(ct_ddp *d) { return d ? d->module : NULL; }
@@ -286,6 +321,7 @@ void ct_ddp_free(ct_ddp *d) {
         ct_decref(d->buckets[j].flat);
     }
     free(d->buckets), free(d->hooks), free(d->offset), free(d->bucket_of), free(d->order), free(d->params);
+    free(d->used);
     free(d);
 }
 
