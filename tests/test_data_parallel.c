@@ -16,21 +16,6 @@ static ct_module *mlp(void) {
                          ct_nn_linear(12, 3, true));
 }
 
-static double max_param_diff(ct_module *a, ct_module *b) {
-    ct_tensor *pa[8], *pb[8];
-    const int n = ct_module_parameters(a, pa, NULL, 8);
-    ct_module_parameters(b, pb, NULL, 8);
-    double worst = 0;
-    CT_SCOPE {
-        for (int i = 0; i < n; i++) {
-            double d = ct_item(ct_max_all(ct_abs(ct_sub(ct_to_device(pa[i], ct_device_cpu()),
-                                                        ct_to_device(pb[i], ct_device_cpu())))));
-            if (d > worst) worst = d;
-        }
-    }
-    return worst;
-}
-
 /* 4 SGD steps with momentum on a batch of 10 (split 5 + 5), against the same
  * steps on one device. */
 static void check_training(const char *what, ct_device d0, ct_device d1) {
@@ -64,7 +49,7 @@ static void check_training(const char *what, ct_device d0, ct_device d1) {
         }
         ct_step(opt), ct_step(opt1);
     }
-    const double diff = max_param_diff(model, single);
+    const double diff = ct_test_param_diff(model, single);
     CT_EXPECT_MSG(diff < 1e-5, "%s: DataParallel training differs from one device by %g", what, diff);
     printf("  %s: parameters after 4 steps within %.2g of one device\n", what, diff);
     /* eval mode and no-grad forwards reach the replicas too */

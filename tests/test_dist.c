@@ -186,20 +186,6 @@ static ct_module *mlp(int64_t hidden) {
                          ct_nn_linear(16, 4, true));
 }
 
-static double max_param_diff(ct_module *a, ct_module *b) {
-    ct_tensor *pa[16], *pb[16];
-    const int n = ct_module_parameters(a, pa, NULL, 16);
-    ct_module_parameters(b, pb, NULL, 16);
-    double worst = 0;
-    CT_SCOPE {
-        for (int i = 0; i < n; i++) {
-            double d = ct_item(ct_max_all(ct_abs(ct_sub(pa[i], pb[i]))));
-            if (d > worst) worst = d;
-        }
-    }
-    return worst;
-}
-
 /* world ranks × G/world samples each, averaged by DDP, against one process
  * on all G samples: the same parameters after 3 SGD steps. Each rank starts
  * from different weights; the broadcast at wrap time makes them rank 0's. */
@@ -222,7 +208,7 @@ static void test_ddp_matches_single_process(void) {
         CT_EXPECT(ct_backward(ct_cross_entropy(ct_forward(single, x), y)) == CT_OK);
         ct_step(opt), ct_step(opt1);
     }
-    const double diff = max_param_diff(model, single);
+    const double diff = ct_test_param_diff(model, single);
     CT_EXPECT_MSG(diff < 1e-5, "rank %d: DDP parameters differ from one process on the whole batch by %g", rank, diff);
     ct_ddp_stats s;
     CT_EXPECT(ct_ddp_get_stats(ddp, &s) == CT_OK);

@@ -363,3 +363,23 @@ void ct_test_set_threads(int n) {
     (void)n;
 #endif
 }
+
+double ct_test_param_diff(ct_module *a, ct_module *b) {
+    const int n = ct_module_parameters(a, NULL, NULL, 0);
+    ct_tensor **pa = calloc((size_t)n + 1, sizeof *pa), **pb = calloc((size_t)n + 1, sizeof *pb);
+    double worst = 0;
+    if (pa && pb && ct_module_parameters(b, NULL, NULL, 0) == n) {
+        ct_module_parameters(a, pa, NULL, n), ct_module_parameters(b, pb, NULL, n);
+        CT_SCOPE {
+            for (int i = 0; i < n; i++) {
+                double d = ct_item(ct_max_all(ct_abs(ct_sub(ct_to_device(pa[i], ct_device_cpu()),
+                                                            ct_to_device(pb[i], ct_device_cpu())))));
+                if (d > worst) worst = d;
+            }
+        }
+    } else {
+        worst = INFINITY;
+    }
+    free(pa), free(pb);
+    return worst;
+}

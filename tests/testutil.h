@@ -120,6 +120,9 @@ bool ct_test_holds(const ct_tensor *t, const double *vals, int64_t n, ct_dtype d
 /* Read all elements (row-major) as doubles; caller frees. A failed read
  * fails the current test (the values are then NaN). */
 double *ct_test_values(const ct_tensor *t);
+/* The largest |a - b| over the parameters of two modules of the same
+ * structure (any devices): how far two trainings drifted apart. */
+double ct_test_param_diff(ct_module *a, ct_module *b);
 
 /* PyTorch's default tolerances for a dtype (assert_close). */
 void ct_test_tolerances(ct_dtype dt, double *rtol, double *atol);
