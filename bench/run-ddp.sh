@@ -14,3 +14,5 @@ echo "== one process, 1 thread and $(nproc) threads (bench_train W4)"
 echo "== DDP, 1 thread per process (bench_ddp)"
 $mpirun -np 1 "$bench_ddp" 1
 $mpirun -np 2 "$bench_ddp" 1
+echo "== DDP with 0.25 MiB buckets (the CNN's 0.9 MB of gradients fit the default first bucket of 1 MiB)"
+$mpirun -np 2 "$bench_ddp" 1 0.25

@@ -154,7 +154,8 @@ typedef struct ct_ddp_stats {
     int buckets;                   /* buckets of gradients */
     int64_t reductions;            /* synchronised backward passes finished */
     int64_t launched_before_last;  /* bucket all-reduces started while some gradient was not yet computed */
-    double wait_s;                 /* time spent waiting for all-reduces after the last gradient */
+    double wait_s;                 /* time spent waiting for all-reduces after the last gradient
+                                    * (the communication backward did not hide) */
 } ct_ddp_stats;
 CT_API ct_status ct_ddp_get_stats(const ct_ddp *ddp, ct_ddp_stats *out);
 /* Unwraps (the module stays yours); waits for an unfinished reduction. */

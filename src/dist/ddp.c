@@ -154,6 +154,7 @@ static ct_status finalize(ct_ddp *d) {
         b->work = NULL;
         b->pending = b->count;
     }
+    d->stats.wait_s += now_s() - start; /* the exposed communication: not the copies below */
     for (int i = 0; st == CT_OK && i < d->nparams; i++) {
         ct_tensor *slice = slice_of(d, i);
         ct_tensor *p = d->params[i];
@@ -163,7 +164,6 @@ static ct_status finalize(ct_ddp *d) {
         ct_decref(slice);
     }
     d->next_launch = d->ready = 0;
-    d->stats.wait_s += now_s() - start;
     if (st == CT_OK) d->stats.reductions++;
     return st;
 }
