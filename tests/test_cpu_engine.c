@@ -138,18 +138,28 @@ static void compare(const engine_case *e, const char *what, const double *got, c
     ct_release(t);
 }
 
+static double float_value(double v) { return (float)v; }
+
+/* A case's inputs in [-1, 1), each value exact in the dtype `round` rounds
+ * to, so that every dtype starts from the same inputs (free the arrays). */
+static void make_inputs(const engine_case *e, double (*round)(double), double **xv, double **wv, double **gyv,
+                        double *bv) {
+    const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * (e->c / e->groups) * e->k * e->k;
+    const int64_t ny = e->n * e->o * out_size(e, e->h) * out_size(e, e->w);
+    *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw), *gyv = malloc(sizeof(double) * ny);
+    ct_test_fill_uniform(*xv, nx, -1, 1), ct_test_fill_uniform(*wv, nw, -1, 1), ct_test_fill_uniform(*gyv, ny, -1, 1);
+    for (int64_t i = 0; i < nx; i++) (*xv)[i] = round((*xv)[i]);
+    for (int64_t i = 0; i < nw; i++) (*wv)[i] = round((*wv)[i]);
+    for (int64_t i = 0; i < ny; i++) (*gyv)[i] = round((*gyv)[i]);
+    for (int64_t i = 0; i < e->o; i++) bv[i] = round(ct_test_uniform(-1, 1));
+}
+
 static void run_case(const engine_case *e) {
     const int64_t oh = out_size(e, e->h), ow = out_size(e, e->w);
     const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * (e->c / e->groups) * e->k * e->k;
     const int64_t ny = e->n * e->o * oh * ow;
-    double *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw);
-    double *gyv = malloc(sizeof(double) * ny), bv[64];
-    /* values float32 holds exactly, so both dtypes start from the same inputs */
-    ct_test_fill_uniform(xv, nx, -1, 1), ct_test_fill_uniform(wv, nw, -1, 1), ct_test_fill_uniform(gyv, ny, -1, 1);
-    for (int64_t i = 0; i < nx; i++) xv[i] = (float)xv[i];
-    for (int64_t i = 0; i < nw; i++) wv[i] = (float)wv[i];
-    for (int64_t i = 0; i < ny; i++) gyv[i] = (float)gyv[i];
-    for (int64_t i = 0; i < e->o; i++) bv[i] = (float)ct_test_uniform(-1, 1);
+    double *xv, *wv, *gyv, bv[64];
+    make_inputs(e, float_value, &xv, &wv, &gyv, bv);
     double *ry, *rgx, *rgw, *rgb;
     conv_results(e, CT_FLOAT64, xv, wv, bv, gyv, &ry, &rgx, &rgw, &rgb);
     const int64_t fwd_terms = (e->c / e->groups) * e->k * e->k;
@@ -217,13 +227,8 @@ static void run_case_bf16(const engine_case *e, ct_cpu_bf16_mode mode) {
     const int64_t oh = out_size(e, e->h), ow = out_size(e, e->w);
     const int64_t nx = e->n * e->c * e->h * e->w, nw = e->o * (e->c / e->groups) * e->k * e->k;
     const int64_t ny = e->n * e->o * oh * ow;
-    double *xv = malloc(sizeof(double) * nx), *wv = malloc(sizeof(double) * nw);
-    double *gyv = malloc(sizeof(double) * ny), bv[64];
-    ct_test_fill_uniform(xv, nx, -1, 1), ct_test_fill_uniform(wv, nw, -1, 1), ct_test_fill_uniform(gyv, ny, -1, 1);
-    for (int64_t i = 0; i < nx; i++) xv[i] = bf16_value(xv[i]);
-    for (int64_t i = 0; i < nw; i++) wv[i] = bf16_value(wv[i]);
-    for (int64_t i = 0; i < ny; i++) gyv[i] = bf16_value(gyv[i]);
-    for (int64_t i = 0; i < e->o; i++) bv[i] = bf16_value(ct_test_uniform(-1, 1));
+    double *xv, *wv, *gyv, bv[64];
+    make_inputs(e, bf16_value, &xv, &wv, &gyv, bv);
     double *ry, *rgx, *rgw, *rgb, *y, *gx, *gw, *gb;
     conv_results(e, CT_FLOAT64, xv, wv, bv, gyv, &ry, &rgx, &rgw, &rgb);
     ct_cpu_dnnl_set_bf16_mode(mode);
