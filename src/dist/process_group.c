@@ -95,6 +95,8 @@ ct_status ct_dist_init_process_group(ct_dist_opts opts) {
     CT_CHECK_STATUS(strcmp(backend, "mpi") == 0 || (nccl && nccl_built), CT_ERR_UNSUPPORTED,
                     "init_process_group: backend '%s' is not available (this build has: mpi%s)", backend,
                     nccl_built ? ", nccl" : "");
+    CT_CHECK_STATUS(!nccl || ct_device_count(CT_DEVICE_CUDA) > 0, CT_ERR_UNSUPPORTED,
+                    "init_process_group: ProcessGroupNCCL is only supported with GPUs, no GPUs found!");
     CT_CHECK_STATUS(opts.timeout_s >= 0, CT_ERR_INVALID_ARG,
                     "init_process_group: timeout must be >= 0 seconds, got %g", opts.timeout_s);
     CT_CHECK_STATUS(!pg.initialized, CT_ERR_STATE, "trying to initialize the default process group twice!");
