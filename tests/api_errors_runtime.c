@@ -218,6 +218,9 @@ static void rows_distributed(void) {
     ERR_STATUS(ct_dist_reduce_scatter, (F.t, F.t, CT_DIST_SUM), no_group);
     ERR_STATUS(ct_dist_barrier, (), no_group);
     ERR_PTR(ct_dist_all_reduce_async, (F.t, CT_DIST_SUM), no_group);
+    ERR_PTR(ct_dist_broadcast_async, (F.t, 0), no_group);
+    ERR_PTR(ct_dist_all_gather_async, (F.t, F.t), no_group);
+    ERR_PTR(ct_dist_reduce_scatter_async, (F.t, F.t, CT_DIST_SUM), no_group);
     QUIET_VAL(ct_work_is_completed, (NULL), !r_);
     ERR_STATUS(ct_work_wait, (NULL), "work.wait: NULL work");
     QUIET_VOID(ct_work_free, (NULL));

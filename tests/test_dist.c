@@ -147,6 +147,18 @@ static void test_async(void) {
         const double total = (double)world * (world + 1) / 2;
         CT_EXPECT_NEAR(ct_item(ct_sum_all(t)), total * (double)n, 0.0);
         printf("  async all_reduce of %lld floats completed after %ld polls\n", (long long)n, polls);
+        /* the other collectives' asynchronous forms, started together and waited in order */
+        ct_tensor *b = ct_full(CT_SHAPE(4), rank + 1.0), *g = ct_zeros(CT_SHAPE(world));
+        ct_tensor *rs = ct_zeros(CT_SHAPE(1)), *rsin = ct_full(CT_SHAPE(world), rank + 1.0);
+        ct_work *wb = ct_dist_broadcast_async(b, 0);
+        ct_work *wg = ct_dist_all_gather_async(g, ct_full(CT_SHAPE(1), rank + 1.0));
+        ct_work *wr = ct_dist_reduce_scatter_async(rs, rsin, CT_DIST_MAX);
+        CT_EXPECT_MSG(wb && wg && wr, "%s", ct_last_error());
+        CT_EXPECT(ct_work_wait(wb) == CT_OK && ct_work_wait(wg) == CT_OK && ct_work_wait(wr) == CT_OK);
+        ct_work_free(wb), ct_work_free(wg), ct_work_free(wr);
+        CT_EXPECT_NEAR(ct_item(ct_sum_all(b)), 4.0, 0.0);                 /* rank 0's ones */
+        CT_EXPECT_NEAR(ct_item(ct_sum_all(g)), total, 0.0);               /* 1 + 2 + ... + world */
+        CT_EXPECT_NEAR(ct_item(ct_sum_all(rs)), (double)world, 0.0);      /* the largest rank's value */
     }
 }
 

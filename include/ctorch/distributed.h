@@ -10,6 +10,7 @@
  *     work = dist.all_reduce(t, async_op=True)
  *     work.wait()                           ct_work *w = ct_dist_all_reduce_async(t, CT_DIST_SUM);
  *                                           ct_work_wait(w); ct_work_free(w);
+ *     (broadcast, all_gather, reduce_scatter have _async forms too)
  *     dist.destroy_process_group()          ct_dist_destroy_process_group();
  *
  * Every collective is called by every rank in the same order with tensors
@@ -75,9 +76,13 @@ CT_API ct_status ct_dist_barrier(void);
 
 /* ---- asynchronous form (async_op=True) ---- */
 typedef struct ct_work ct_work;
-/* Starts an all-reduce and returns at once; t must not be read or written
- * until ct_work_wait returns. NULL with the error set on failure. */
+/* Each starts its collective and returns at once; the tensors must not be
+ * read or written until ct_work_wait returns (the work holds them). NULL
+ * with the error set on failure. */
 CT_API ct_work *ct_dist_all_reduce_async(ct_tensor *t, ct_dist_reduce_op op);
+CT_API ct_work *ct_dist_broadcast_async(ct_tensor *t, int src);
+CT_API ct_work *ct_dist_all_gather_async(ct_tensor *out, const ct_tensor *input);
+CT_API ct_work *ct_dist_reduce_scatter_async(ct_tensor *out, const ct_tensor *input, ct_dist_reduce_op op);
 /* Whether the operation has finished (it also makes MPI progress). */
 CT_API bool ct_work_is_completed(ct_work *w);
 /* Waits (up to the group's timeout) and finishes the operation. */

@@ -1,7 +1,7 @@
 /*
- * collectives.c — torch.distributed's collectives over MPI: all_reduce
- * (also asynchronous, with a work handle), broadcast, all_gather,
- * reduce_scatter and barrier, on tensors of any device and layout.
+ * collectives.c — torch.distributed's collectives over MPI: all_reduce,
+ * broadcast, all_gather and reduce_scatter (each also asynchronous, with a
+ * work handle) and barrier, on tensors of any device and layout.
  *
  * MPI reads and writes host memory of its own types, so each call works on
  * a host tensor: the caller's tensor itself when it is a contiguous CPU
@@ -12,6 +12,10 @@
  * agree on dtype and shape. Under backend "nccl", CUDA tensors skip the
  * host copy: a contiguous tensor on the device goes to NCCL
  * (device_comm.c), queued on the device's current stream.
+ *
+ * Every collective is one work object: buffers chosen, exchange started,
+ * then waited for (at once by the synchronous form, by ct_work_wait for the
+ * asynchronous one) and its result written back.
  */
 #include <stdlib.h>
 
@@ -37,6 +41,21 @@ ct_status ct_dist_reduce_scatter(ct_tensor *out, const ct_tensor *in, ct_dist_re
 ct_status ct_dist_barrier(void) { return no_mpi(); }
 ct_work *ct_dist_all_reduce_async(ct_tensor *t, ct_dist_reduce_op op) {
     (void)t, (void)op;
+    no_mpi();
+    return NULL;
+}
+ct_work *ct_dist_broadcast_async(ct_tensor *t, int src) {
+    (void)t, (void)src;
+    no_mpi();
+    return NULL;
+}
+ct_work *ct_dist_all_gather_async(ct_tensor *out, const ct_tensor *in) {
+    (void)out, (void)in;
+    no_mpi();
+    return NULL;
+}
+ct_work *ct_dist_reduce_scatter_async(ct_tensor *out, const ct_tensor *in, ct_dist_reduce_op op) {
+    (void)out, (void)in, (void)op;
     no_mpi();
     return NULL;
 }
@@ -139,64 +158,108 @@ static ct_status check_count(const char *op, const ct_tensor *t) {
     return CT_OK;
 }
 
-/* ---- all_reduce, synchronous and asynchronous --------------------------------------------- */
+/* ---- work objects: one exchange from start to write-back ------------------------------- */
+
+typedef enum { W_ALL_REDUCE, W_BROADCAST, W_ALL_GATHER, W_REDUCE_SCATTER } work_kind;
 
 struct ct_work {
+    work_kind kind;
+    const char *name;
     MPI_Request req;
-    ct_tensor *user, *host; /* host: the buffer the exchange works on (on the device for NCCL) */
+    ct_tensor *user;                /* where the result goes (held until the work is freed) */
+    ct_tensor *in, *out;            /* the exchange's buffers (the same for in-place kinds) */
     ct_dist_reduce_op op;
+    int root;
     const ct_backend_comm *dev_ops; /* NCCL's path, else NULL (MPI) */
     void *dev_comm;
-    bool done;
+    bool done, write;
     ct_status status;
 };
 
-static ct_status all_reduce_checks(const char *op, ct_tensor *t, ct_dist_reduce_op r) {
-    CT_TRY(cti_dist_ready(op));
-    CT_TRY(check_tensor(op, "tensor", t));
-    CT_TRY(check_reduce_op(op, r));
-    CT_TRY(check_count(op, t));
-    CT_TRY(cti_check_write(op, t, NULL));
-    return cti_dist_check_same(op, t, r);
+/* A contiguous tensor on the device for the library to write out into. */
+static ct_tensor *device_result(const ct_tensor *out) {
+    if (ct_is_contiguous(out)) return ct_retain((ct_tensor *)out);
+    return cti_empty(out->shape, out->ndim, out->dtype, out->storage->device);
 }
 
-/* Starts the all-reduce of w->host; w->done when there is nothing to send. */
-static ct_status all_reduce_start(ct_work *w, const char *op) {
-    w->req = MPI_REQUEST_NULL;
-    if (ct_numel(w->host) == 0) return CT_OK;
-    if (w->dev_ops) {
-        const ct_kview v = ct_kview_of(w->host);
-        return w->dev_ops->all_reduce(w->dev_comm, &v, (int)w->op);
+/* The buffers: `in` for the input (NULL for in-place kinds, which use
+ * user's values), out for the result. */
+static ct_status choose_buffers(ct_work *w, const ct_tensor *in) {
+    const ct_tensor *src = in ? in : w->user;
+    CT_TRY(cti_dist_device_comm(src, &w->dev_ops, &w->dev_comm));
+    if (w->dev_ops && in)
+        CT_CHECK_STATUS(ct_device_equal(w->user->storage->device, in->storage->device), CT_ERR_DEVICE,
+                        "%s: output and input must be on the same device for nccl", w->name);
+    w->in = w->dev_ops ? cti_contiguous(src) : host_copy(src);
+    if (!w->in) return ct_last_status();
+    w->out = !in ? ct_retain(w->in) : w->dev_ops ? device_result(w->user) : host_result(w->user);
+    return w->out ? CT_OK : ct_last_status();
+}
+
+static ct_status start_mpi(ct_work *w) {
+    void *in = ct_data_ptr(w->in), *out = ct_data_ptr(w->out);
+    const MPI_Datatype type = mpi_type(w->in->dtype);
+    const MPI_Comm comm = cti_dist_comm();
+    int rc;
+    switch (w->kind) {
+    case W_ALL_REDUCE:
+        rc = MPI_Iallreduce(MPI_IN_PLACE, out, count_of(w->out), type, mpi_op(w->op, w->out->dtype), comm, &w->req);
+        break;
+    case W_BROADCAST: rc = MPI_Ibcast(out, count_of(w->out), type, w->root, comm, &w->req); break;
+    case W_ALL_GATHER: rc = MPI_Iallgather(in, count_of(w->in), type, out, count_of(w->in), type, comm, &w->req); break;
+    default:
+        rc = MPI_Ireduce_scatter_block(in, out, count_of(w->out), type, mpi_op(w->op, w->in->dtype), comm, &w->req);
+        break;
     }
-    const int rc = MPI_Iallreduce(MPI_IN_PLACE, ct_data_ptr(w->host), count_of(w->host),
-                                  mpi_type(w->host->dtype), mpi_op(w->op, w->host->dtype),
-                                  cti_dist_comm(), &w->req);
-    return rc == MPI_SUCCESS ? CT_OK : cti_dist_mpi_error(rc, op);
+    return rc == MPI_SUCCESS ? CT_OK : cti_dist_mpi_error(rc, w->name);
 }
 
-static ct_status all_reduce_finish(ct_work *w) {
+static ct_status start_device(ct_work *w) {
+    const ct_kview in = ct_kview_of(w->in), out = ct_kview_of(w->out);
+    switch (w->kind) {
+    case W_ALL_REDUCE: return w->dev_ops->all_reduce(w->dev_comm, &out, (int)w->op);
+    case W_BROADCAST: return w->dev_ops->broadcast(w->dev_comm, &out, w->root);
+    case W_ALL_GATHER: return w->dev_ops->all_gather(w->dev_comm, &out, &in);
+    default: return w->dev_ops->reduce_scatter(w->dev_comm, &out, &in, (int)w->op);
+    }
+}
+
+static ct_status work_finish(ct_work *w) {
     w->done = true;
-    if (w->status == CT_OK && w->op == CT_DIST_AVG && !w->dev_ops) divide_by_world(w->host);
-    if (w->status == CT_OK) w->status = write_back(w->user, w->host);
+    const bool reduces = w->kind == W_ALL_REDUCE || w->kind == W_REDUCE_SCATTER;
+    if (w->status == CT_OK && reduces && w->op == CT_DIST_AVG && !w->dev_ops) divide_by_world(w->out);
+    if (w->status == CT_OK && w->write) w->status = write_back(w->user, w->out);
     return w->status;
 }
 
-ct_work *ct_dist_all_reduce_async(ct_tensor *t, ct_dist_reduce_op op) {
-    const char *name = "all_reduce";
-    if (all_reduce_checks(name, t, op) != CT_OK) return NULL;
+void ct_work_free(ct_work *w) {
+    if (!w) return;
+    if (!w->done) ct_work_wait(w);
+    ct_decref(w->in), ct_decref(w->out), ct_decref(w->user);
+    free(w);
+}
+
+/* A work object whose exchange has started (the caller's checks done); NULL
+ * with the error set. `in` is NULL for in-place kinds. */
+static ct_work *work_start(work_kind kind, const char *name, ct_tensor *user, const ct_tensor *in,
+                           ct_dist_reduce_op op, int root) {
     ct_work *w = calloc(1, sizeof *w);
     if (!w) {
         ct_error_set(CT_ERR_OOM, "%s: out of memory", name);
         return NULL;
     }
-    w->user = ct_retain(t), w->op = op; /* the tensor outlives the caller's handle until the work is freed */
-    w->status = cti_dist_device_comm(t, &w->dev_ops, &w->dev_comm);
-    if (w->status == CT_OK) w->host = w->dev_ops ? cti_contiguous(t) : host_copy(t);
-    if (w->status == CT_OK) w->status = w->host ? all_reduce_start(w, name) : ct_last_status();
-    if (w->status != CT_OK) { /* the error stays set */
-        w->done = true;
-        ct_work_free(w);
-        return NULL;
+    *w = (ct_work){.kind = kind, .name = name, .req = MPI_REQUEST_NULL, .op = op, .root = root};
+    w->user = ct_retain(user); /* the tensor outlives the caller's handle until the work is freed */
+    w->write = kind != W_BROADCAST || cti_dist_rank() != root;
+    const bool empty = ct_numel(in ? in : user) == 0 || ct_numel(user) == 0;
+    w->status = empty ? CT_OK : choose_buffers(w, in);
+    if (w->status == CT_OK && !empty) w->status = w->dev_ops ? start_device(w) : start_mpi(w);
+    if (w->status != CT_OK || empty) {
+        w->done = true, w->write = false; /* nothing to wait for; the error (if any) stays set */
+        if (w->status != CT_OK) {
+            ct_work_free(w);
+            return NULL;
+        }
     }
     return w;
 }
@@ -207,13 +270,12 @@ bool ct_work_is_completed(ct_work *w) {
     int finished = 1;
     if (w->dev_ops) {
         bool ready = false;
-        w->status = cti_dist_device_test(w->dev_ops, w->dev_comm, w->host->storage->device.index, "all_reduce",
-                                         &ready);
+        w->status = cti_dist_device_test(w->dev_ops, w->dev_comm, w->in->storage->device.index, w->name, &ready);
         finished = ready;
     } else if (w->req != MPI_REQUEST_NULL) {
-        w->status = cti_dist_test(&w->req, "all_reduce", &finished);
+        w->status = cti_dist_test(&w->req, w->name, &finished);
     }
-    if (w->status != CT_OK || finished) all_reduce_finish(w);
+    if (w->status != CT_OK || finished) work_finish(w);
     return w->done;
 }
 
@@ -221,106 +283,45 @@ ct_status ct_work_wait(ct_work *w) {
     CT_CHECK_STATUS(w != NULL, CT_ERR_INVALID_ARG, "work.wait: NULL work");
     if (w->done) return w->status == CT_OK ? CT_OK : ct_error_set(w->status, "work.wait: the operation failed");
     if (w->dev_ops)
-        w->status = cti_dist_device_wait(w->dev_ops, w->dev_comm, w->host->storage->device.index, "all_reduce");
+        w->status = cti_dist_device_wait(w->dev_ops, w->dev_comm, w->in->storage->device.index, w->name);
     else if (w->req != MPI_REQUEST_NULL)
-        w->status = cti_dist_wait(&w->req, "all_reduce");
-    return all_reduce_finish(w);
+        w->status = cti_dist_wait(&w->req, w->name);
+    return work_finish(w);
 }
 
-void ct_work_free(ct_work *w) {
-    if (!w) return;
-    if (!w->done) ct_work_wait(w);
-    ct_decref(w->host);
-    ct_decref(w->user);
-    free(w);
-}
-
-ct_status ct_dist_all_reduce(ct_tensor *t, ct_dist_reduce_op op) {
-    ct_work *w = ct_dist_all_reduce_async(t, op);
+/* The synchronous form of an asynchronous collective. */
+static ct_status run_sync(ct_work *w) {
     if (!w) return ct_last_status();
     ct_status st = ct_work_wait(w);
     ct_work_free(w);
     return st;
 }
 
-/* ---- broadcast, all_gather, reduce_scatter, barrier ---------------------------------------- */
+/* ---- the collectives ------------------------------------------------------------------------ */
 
-/* ---- the device library's path (backend "nccl", CUDA tensors) ------------------------ */
-
-/* A contiguous tensor on out's device for the library to write out's
- * result into (out itself when contiguous). */
-static ct_tensor *device_result(const ct_tensor *out) {
-    if (ct_is_contiguous(out)) return ct_retain((ct_tensor *)out);
-    return cti_empty(out->shape, out->ndim, out->dtype, out->storage->device);
+ct_work *ct_dist_all_reduce_async(ct_tensor *t, ct_dist_reduce_op op) {
+    const char *name = "all_reduce";
+    if (cti_dist_ready(name) != CT_OK || check_tensor(name, "tensor", t) != CT_OK ||
+        check_reduce_op(name, op) != CT_OK || check_count(name, t) != CT_OK ||
+        cti_check_write(name, t, NULL) != CT_OK || cti_dist_check_same(name, t, op) != CT_OK)
+        return NULL;
+    return work_start(W_ALL_REDUCE, name, t, NULL, op, 0);
 }
 
-/* What a collective asks of the library, between the contiguous buffers. */
-typedef ct_status (*device_call)(const ct_backend_comm *ops, void *comm, const ct_kview *out, const ct_kview *in,
-                                 int arg);
+ct_status ct_dist_all_reduce(ct_tensor *t, ct_dist_reduce_op op) { return run_sync(ct_dist_all_reduce_async(t, op)); }
 
-/* Runs call on contiguous copies of `in` and a buffer for `out` (the same
- * tensor for in-place collectives), waits with the deadline and writes
- * out's result back unless write is false. */
-static ct_status run_on_device(const char *op, const ct_backend_comm *ops, void *comm, ct_tensor *out,
-                               const ct_tensor *in, device_call call, int arg, bool write) {
-    CT_CHECK_STATUS(ct_device_equal(out->storage->device, in->storage->device), CT_ERR_DEVICE,
-                    "%s: output and input must be on the same device for nccl", op);
-    ct_tensor *win = cti_contiguous(in), *wout = win && out != in ? device_result(out) : win ? ct_retain(win) : NULL;
-    ct_status st = win && wout ? CT_OK : ct_last_status();
-    if (st == CT_OK) {
-        const ct_kview vo = ct_kview_of(wout), vi = ct_kview_of(win);
-        st = call(ops, comm, &vo, &vi, arg);
-    }
-    if (st == CT_OK) st = cti_dist_device_wait(ops, comm, in->storage->device.index, op);
-    if (st == CT_OK && write) st = write_back(out, wout);
-    ct_decref(win), ct_decref(wout);
-    return st;
+ct_work *ct_dist_broadcast_async(ct_tensor *t, int src) {
+    const char *name = "broadcast";
+    if (cti_dist_ready(name) != CT_OK || check_tensor(name, "tensor", t) != CT_OK || check_count(name, t) != CT_OK)
+        return NULL;
+    CT_CHECK_NULL(src >= 0 && src < cti_dist_world(), CT_ERR_INVALID_ARG,
+                  "broadcast: Invalid src rank %d, rank should be in the interval [0, %d]", src,
+                  cti_dist_world() - 1);
+    if (cti_check_write(name, t, NULL) != CT_OK || cti_dist_check_same(name, t, src) != CT_OK) return NULL;
+    return work_start(W_BROADCAST, name, t, NULL, CT_DIST_SUM, src);
 }
 
-static ct_status call_broadcast(const ct_backend_comm *ops, void *comm, const ct_kview *out, const ct_kview *in,
-                                int root) {
-    (void)in;
-    return ops->broadcast(comm, out, root);
-}
-static ct_status call_all_gather(const ct_backend_comm *ops, void *comm, const ct_kview *out, const ct_kview *in,
-                                 int unused) {
-    (void)unused;
-    return ops->all_gather(comm, out, in);
-}
-static ct_status call_reduce_scatter(const ct_backend_comm *ops, void *comm, const ct_kview *out,
-                                     const ct_kview *in, int op) {
-    return ops->reduce_scatter(comm, out, in, op);
-}
-
-/* Runs one started request to its end, or reports the start's failure. */
-static ct_status finish(int rc, MPI_Request *req, const char *op) {
-    return rc == MPI_SUCCESS ? cti_dist_wait(req, op) : cti_dist_mpi_error(rc, op);
-}
-
-ct_status ct_dist_broadcast(ct_tensor *t, int src) {
-    const char *op = "broadcast";
-    CT_TRY(cti_dist_ready(op));
-    CT_TRY(check_tensor(op, "tensor", t));
-    CT_TRY(check_count(op, t));
-    CT_CHECK_STATUS(src >= 0 && src < cti_dist_world(), CT_ERR_INVALID_ARG,
-                    "broadcast: Invalid src rank %d, rank should be in the interval [0, %d]", src,
-                    cti_dist_world() - 1);
-    CT_TRY(cti_check_write(op, t, NULL));
-    CT_TRY(cti_dist_check_same(op, t, src));
-    if (ct_numel(t) == 0) return CT_OK;
-    const ct_backend_comm *ops;
-    void *comm;
-    CT_TRY(cti_dist_device_comm(t, &ops, &comm));
-    if (ops) return run_on_device(op, ops, comm, t, t, call_broadcast, src, cti_dist_rank() != src);
-    ct_tensor *host = host_copy(t);
-    if (!host) return ct_last_status();
-    MPI_Request req;
-    int rc = MPI_Ibcast(ct_data_ptr(host), count_of(host), mpi_type(host->dtype), src, cti_dist_comm(), &req);
-    ct_status st = finish(rc, &req, op);
-    if (st == CT_OK && cti_dist_rank() != src) st = write_back(t, host);
-    ct_decref(host);
-    return st;
-}
+ct_status ct_dist_broadcast(ct_tensor *t, int src) { return run_sync(ct_dist_broadcast_async(t, src)); }
 
 /* out's shape must be input's with dim 0 scaled: by the world size
  * (gather) or divided by it (scatter); a 0-dim input counts as [1]. */
@@ -341,66 +342,36 @@ static ct_status check_scaled(const char *op, const ct_tensor *out, const ct_ten
     return CT_OK;
 }
 
-static ct_status gather_checks(const char *op, ct_tensor *out, const ct_tensor *in, bool gather) {
-    CT_TRY(cti_dist_ready(op));
-    CT_TRY(check_tensor(op, "output", out));
-    CT_TRY(check_tensor(op, "input", in));
-    CT_TRY(check_count(op, gather ? out : in));
-    CT_TRY(check_scaled(op, out, in, gather));
-    return cti_check_write(op, out, in);
+static bool gather_checks(const char *op, ct_tensor *out, const ct_tensor *in, bool gather, int64_t extra) {
+    return cti_dist_ready(op) == CT_OK && check_tensor(op, "output", out) == CT_OK &&
+           check_tensor(op, "input", in) == CT_OK && check_count(op, gather ? out : in) == CT_OK &&
+           check_scaled(op, out, in, gather) == CT_OK && cti_check_write(op, out, in) == CT_OK &&
+           cti_dist_check_same(op, in, extra) == CT_OK;
 }
 
-ct_status ct_dist_all_gather(ct_tensor *out, const ct_tensor *in) {
-    const char *op = "all_gather";
-    CT_TRY(gather_checks(op, out, in, true));
-    CT_TRY(cti_dist_check_same(op, in, 0));
-    if (ct_numel(in) == 0) return CT_OK;
-    const ct_backend_comm *ops;
-    void *comm;
-    CT_TRY(cti_dist_device_comm(in, &ops, &comm));
-    if (ops) return run_on_device(op, ops, comm, out, in, call_all_gather, 0, true);
-    ct_tensor *hin = host_copy(in), *hout = hin ? host_result(out) : NULL;
-    ct_status st = ct_last_status();
-    if (hin && hout) {
-        MPI_Request req;
-        const MPI_Datatype type = mpi_type(hin->dtype);
-        int rc = MPI_Iallgather(ct_data_ptr(hin), count_of(hin), type, ct_data_ptr(hout), count_of(hin), type,
-                                cti_dist_comm(), &req);
-        st = finish(rc, &req, op);
-        if (st == CT_OK) st = write_back(out, hout);
-    }
-    ct_decref(hin), ct_decref(hout);
-    return st;
+ct_work *ct_dist_all_gather_async(ct_tensor *out, const ct_tensor *in) {
+    const char *name = "all_gather";
+    if (!gather_checks(name, out, in, true, 0)) return NULL;
+    return work_start(W_ALL_GATHER, name, out, in, CT_DIST_SUM, 0);
 }
 
-ct_status ct_dist_reduce_scatter(ct_tensor *out, const ct_tensor *in, ct_dist_reduce_op r) {
-    const char *op = "reduce_scatter";
-    CT_TRY(check_reduce_op(op, r));
-    CT_TRY(gather_checks(op, out, in, false));
-    CT_TRY(cti_dist_check_same(op, in, r));
-    if (ct_numel(out) == 0) return CT_OK;
-    const ct_backend_comm *ops;
-    void *comm;
-    CT_TRY(cti_dist_device_comm(in, &ops, &comm));
-    if (ops) return run_on_device(op, ops, comm, out, in, call_reduce_scatter, (int)r, true);
-    ct_tensor *hin = host_copy(in), *hout = hin ? host_result(out) : NULL;
-    ct_status st = ct_last_status();
-    if (hin && hout) {
-        MPI_Request req;
-        int rc = MPI_Ireduce_scatter_block(ct_data_ptr(hin), ct_data_ptr(hout), count_of(hout),
-                                           mpi_type(hin->dtype), mpi_op(r, hin->dtype), cti_dist_comm(), &req);
-        st = finish(rc, &req, op);
-        if (st == CT_OK && r == CT_DIST_AVG) divide_by_world(hout);
-        if (st == CT_OK) st = write_back(out, hout);
-    }
-    ct_decref(hin), ct_decref(hout);
-    return st;
+ct_status ct_dist_all_gather(ct_tensor *out, const ct_tensor *in) { return run_sync(ct_dist_all_gather_async(out, in)); }
+
+ct_work *ct_dist_reduce_scatter_async(ct_tensor *out, const ct_tensor *in, ct_dist_reduce_op op) {
+    const char *name = "reduce_scatter";
+    if (check_reduce_op(name, op) != CT_OK || !gather_checks(name, out, in, false, op)) return NULL;
+    return work_start(W_REDUCE_SCATTER, name, out, in, op, 0);
+}
+
+ct_status ct_dist_reduce_scatter(ct_tensor *out, const ct_tensor *in, ct_dist_reduce_op op) {
+    return run_sync(ct_dist_reduce_scatter_async(out, in, op));
 }
 
 ct_status ct_dist_barrier(void) {
     CT_TRY(cti_dist_ready("barrier"));
     MPI_Request req;
-    return finish(MPI_Ibarrier(cti_dist_comm(), &req), &req, "barrier");
+    const int rc = MPI_Ibarrier(cti_dist_comm(), &req);
+    return rc == MPI_SUCCESS ? cti_dist_wait(&req, "barrier") : cti_dist_mpi_error(rc, "barrier");
 }
 
 #endif /* CTORCH_HAVE_MPI */
