@@ -240,7 +240,17 @@ static void rows_distributed(void) {
     QUIET_VOID(ct_data_parallel_free, (NULL));
 }
 
+/* The profiler is off here; test_profiler.c runs it. */
+static void rows_profiler(void) {
+    ERR_STATUS(ct_profiler_stop, (), "no profiling run to stop");
+    ERR_STATUS(ct_profiler_export_chrome_trace, (NULL), "export_chrome_trace: NULL path");
+    ERR_STATUS(ct_profiler_export_chrome_trace, ("/nonexistent-dir/t.json"), "cannot write /nonexistent-dir/t.json");
+    ERR_STATUS(ct_profiler_print_table, (NULL, NULL, 0), "key_averages().table: NULL stream");
+    ERR_STATUS(ct_profiler_print_table, (stdout, "flops", 0), "unknown sort_by 'flops'");
+}
+
 static void rows_runtime(void) {
+    rows_profiler();
     rows_distributed();
     rows_streams();
     rows_memory();

@@ -10,7 +10,8 @@
 #     gradient scaler's state travels in the checkpoint);
 #   - --distributed under `mpirun -np 2` learns as one process does, and only
 #     rank 0 reports and writes checkpoints; --data-parallel over two OpenCL
-#     devices trains as one device does;
+#     devices trains as one device does; --profile writes the kernel table
+#     and a Chrome trace;
 #   - checkpoints load back with --eval-only and give the same accuracy;
 #   - the TensorBoard log exists and parses (tools/check_tensorboard.py, when
 #     the tensorboard package is importable);
@@ -62,6 +63,17 @@ if [ "$(strip "$tmp/full.jsonl")" = "$(strip "$tmp/part.jsonl")" ]; then
     pass "resume is exact (losses and accuracy bitwise equal)"
 else
     fail "resume differs:"; strip "$tmp/full.jsonl"; strip "$tmp/part.jsonl"
+fi
+
+# ---- --profile N: the kernel table and a Chrome trace beside the logs ---------------------------
+"$train" --epochs 1 $small --device cpu --profile 2 --logdir "$tmp/prof" > "$tmp/prof.out" 2>&1 \
+    || fail "--profile run: $(cat "$tmp/prof.out")"
+if grep -q "profile of 2 training steps" "$tmp/prof.out" && grep -q "conv2d_relu" "$tmp/prof.out" \
+    && [ -s "$tmp/prof/trace.json" ] \
+    && { ! command -v python3 > /dev/null 2>&1 || python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/prof/trace.json"; }; then
+    pass "--profile 2 prints the kernel table and writes a valid trace.json"
+else
+    fail "--profile: $(cat "$tmp/prof.out")"
 fi
 
 # ---- --distributed: 2 ranks under mpirun, 32 images each per step, learn as one process on 64 ----

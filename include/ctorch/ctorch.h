@@ -23,5 +23,6 @@
 #include "backends.h"
 #include "amp.h"
 #include "distributed.h"
+#include "profiler.h"
 
 #endif /* CTORCH_CTORCH_H */

@@ -105,9 +105,15 @@ void cti_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
 /* ---- backends ---- */
 /* The backend of a tensor's storage. */
 static inline const ct_backend *cti_backend(const ct_tensor *t) { return t->storage->backend; }
+/* The profiler's record of one kernel (profiler.c): begin before the
+ * backend call, end with its status (returned). Cheap while it is off. */
+void cti_prof_begin(const char *op, const ct_tensor *t);
+ct_status cti_prof_end(ct_status st);
+#define CTI_PROFILED(t, opname, call) (cti_prof_begin((opname), (t)), cti_prof_end(call))
+
 /* Backend table entries may be NULL (not implemented yet on that backend). */
 #define CTI_BACKEND_CALL(t, fn, opname, ...)                                                      \
-    (cti_backend(t)->ops->fn ? cti_backend(t)->ops->fn(__VA_ARGS__)                               \
+    (cti_backend(t)->ops->fn ? CTI_PROFILED(t, opname, cti_backend(t)->ops->fn(__VA_ARGS__))      \
                              : ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s",      \
                                             (opname), cti_backend(t)->name))
 

@@ -385,7 +385,7 @@ typedef ct_status (*whole_conv_fn)(const ct_kview *out, const ct_kview *a, const
 /* A new contiguous tensor of `shape` (the operands' dtype) computed by fn
  * from a and b. *declined (nothing computed, no error) when fn is NULL or
  * declines: the caller then takes the im2col path. */
-static ct_tensor *run_whole(const conv_plan *pl, whole_conv_fn fn, const int64_t shape[4],
+static ct_tensor *run_whole(const char *name, const conv_plan *pl, whole_conv_fn fn, const int64_t shape[4],
                             const ct_tensor *a, const ct_tensor *b, bool *declined) {
     *declined = true;
     if (!fn || pl->n == 0) return NULL;
@@ -396,7 +396,7 @@ static ct_tensor *run_whole(const conv_plan *pl, whole_conv_fn fn, const int64_t
     }
     const ct_conv2d_geom g = geom_of(pl, pl->n);
     ct_kview ko = ct_kview_of(out), ka = ct_kview_of(a), kb = ct_kview_of(b);
-    ct_status st = fn(&ko, &ka, &kb, &g, pl->groups);
+    ct_status st = CTI_PROFILED(a, name, fn(&ko, &ka, &kb, &g, pl->groups));
     *declined = st == CT_ERR_UNSUPPORTED;
     if (st == CT_OK) return out;
     ct_decref(out);
@@ -415,7 +415,8 @@ static ct_tensor *run_whole_fused(const conv_plan *pl, const struct ct_backend_c
         const ct_conv2d_geom g = geom_of(pl, pl->n);
         ct_kview ko = ct_kview_of(out), kx = ct_kview_of(x), kw = ct_kview_of(w);
         ct_kview kb = b ? ct_kview_of(b) : ko;
-        ct_status st = cv->conv2d_forward_fused(&ko, &kx, &kw, b ? &kb : NULL, relu, &g, pl->groups);
+        ct_status st = CTI_PROFILED(x, relu ? "conv2d_relu" : "conv2d",
+                                    cv->conv2d_forward_fused(&ko, &kx, &kw, b ? &kb : NULL, relu, &g, pl->groups));
         *declined = st == CT_ERR_UNSUPPORTED;
         if (st != CT_OK) ct_decref(out), out = NULL;
     } else {
@@ -445,7 +446,7 @@ static ct_tensor *forward_whole(const conv_plan *pl, const ct_tensor *input, con
             return out;
         }
     }
-    out = x && w ? run_whole(pl, cv->conv2d_forward, shape, x, w, declined) : NULL;
+    out = x && w ? run_whole("conv2d", pl, cv->conv2d_forward, shape, x, w, declined) : NULL;
     if (!x || !w) *declined = false;
     ct_decref(x);
     ct_decref(w);
@@ -690,12 +691,12 @@ static bool backward_whole(const conv_plan *pl, const ct_tensor *grad_out, const
     bool ok = gy && x && w, declined = true;
     if (ok && dx) {
         const int64_t shape[4] = {pl->n, pl->c, pl->h, pl->w};
-        *dx = run_whole(pl, cv->conv2d_backward_input, shape, gy, w, &declined);
+        *dx = run_whole("conv2d_backward_input", pl, cv->conv2d_backward_input, shape, gy, w, &declined);
         ok = *dx || declined;
     }
     if (ok && gw) {
         const int64_t shape[4] = {pl->o, pl->cg, pl->kh, pl->kw};
-        *gw = run_whole(pl, cv->conv2d_backward_weight, shape, gy, x, &declined);
+        *gw = run_whole("conv2d_backward_weight", pl, cv->conv2d_backward_weight, shape, gy, x, &declined);
         ok = *gw || declined;
     }
     ct_decref(gy);

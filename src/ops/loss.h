@@ -86,7 +86,7 @@ const struct ct_backend_loss *cti_loss_ops(const ct_tensor *t, const char *op);
  * when the backend lacks it. */
 #define CTI_LOSS_CALL(t, fn, op, ...)                                                  \
     (cti_loss_ops((t), (op)) == NULL ? CT_ERR_UNSUPPORTED                              \
-     : cti_loss_ops((t), (op))->fn   ? cti_loss_ops((t), (op))->fn(__VA_ARGS__)        \
+     : cti_loss_ops((t), (op))->fn   ? CTI_PROFILED(t, op, cti_loss_ops((t), (op))->fn(__VA_ARGS__)) \
                                      : ct_error_set(CT_ERR_UNSUPPORTED,                \
                                                     "%s: not implemented on %s", (op), \
                                                     cti_backend(t)->name))

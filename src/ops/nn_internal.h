@@ -14,7 +14,7 @@
  * lacks it (CT_ERR_UNSUPPORTED naming the op and the backend). */
 #define CTI_NN_CALL(t, fn, opname, ...)                                                     \
     (cti_backend(t)->ops->nn && cti_backend(t)->ops->nn->fn                                 \
-         ? cti_backend(t)->ops->nn->fn(__VA_ARGS__)                                         \
+         ? CTI_PROFILED(t, opname, cti_backend(t)->ops->nn->fn(__VA_ARGS__))               \
          : ct_error_set(CT_ERR_UNSUPPORTED, "%s: not implemented on %s", (opname),           \
                         cti_backend(t)->name))
 

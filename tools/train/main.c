@@ -119,6 +119,7 @@ typedef struct run {
     ct_ddp *ddp;              /* --distributed: the model's DDP wrapper */
     ct_data_parallel *dp;     /* --data-parallel */
     int rank, world;
+    int64_t run_steps;        /* steps taken by this process (a resumed run starts at 0) */
     ct_optimizer *opt;
     ct_scheduler *sched;
     ct_grad_scaler *scaler;   /* enabled for --amp fp16 only */
@@ -131,6 +132,23 @@ typedef struct run {
 /* --amp: autocast around the forward pass and the loss (and evaluation). */
 static bool amp_on(const train_config *c) { return strcmp(c->amp, "none") != 0; }
 static ct_dtype amp_dtype(const train_config *c) { return strcmp(c->amp, "fp16") == 0 ? CT_FLOAT16 : CT_BFLOAT16; }
+
+/* --profile N: the run's steps 2 to N + 1 (the first one warms caches and
+ * compiles kernels), then the kernel table on stdout and the Chrome trace
+ * beside the logs (--logdir, else the current folder). */
+static void profile_around_step(run *r, int64_t step_index, bool before) {
+    if (r->cfg.profile_steps <= 0) return;
+    if (before && step_index == 1) ct_profiler_start((ct_profiler_opts){0});
+    if (before || step_index != r->cfg.profile_steps || !ct_profiler_is_enabled()) return;
+    ct_device_synchronize(r->dev);
+    ct_profiler_stop();
+    char path[1100];
+    snprintf(path, sizeof path, "%s/trace.json", r->cfg.logdir[0] ? r->cfg.logdir : ".");
+    printf("profile of %d training steps (host times; device work is asynchronous):\n", r->cfg.profile_steps);
+    ct_profiler_print_table(stdout, "cpu_time_total", 15);
+    if (ct_profiler_export_chrome_trace(path) == CT_OK) printf("trace: %s (chrome://tracing or ui.perfetto.dev)\n", path);
+    else fprintf(stderr, "ctorch-train: --profile: %s\n", ct_last_error());
+}
 
 static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
     char desc[48];
@@ -147,6 +165,7 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
     double *phase = res->phase_seconds, mark = t0;
     memset(res->phase_seconds, 0, sizeof res->phase_seconds);
     while (s == CT_OK && !g_interrupted && ct_dataloader_next(it, &b)) {
+        profile_around_step(r, r->run_steps, true);
         CT_SCOPE {
             ct_tensor *x, *y;
             s = batch_to_device(&b, r->dev, &x, &y);
@@ -184,6 +203,7 @@ static ct_status train_epoch(run *r, int epoch, epoch_result *res) {
             }
         }
         ct_sample_clear(&b);
+        profile_around_step(r, r->run_steps++, false);
         mark = now_s(); /* the loss read and the progress bar count as "other" */
     }
     if (s == CT_OK) s = ct_dataloader_iter_status(it);

@@ -93,6 +93,8 @@ static const char USAGE[] =
     "  --stop-after K        stop after epoch K (after its checkpoint), as if interrupted;\n"
     "                        --resume then continues the same --epochs plan\n"
     "  --logdir DIR          write TensorBoard scalars to DIR (tensorboard --logdir DIR)\n"
+    "  --profile N           profile N training steps (after the first), print the\n"
+    "                        kernel table and write DIR/trace.json (--logdir, else .)\n"
     "  --log-every N         steps between TensorBoard training points (default 50)\n"
     "  --metrics FILE        append one JSON line per epoch (exact values) to FILE\n"
     "  --progress MODE       auto (default: a bar on a terminal, plain lines otherwise),\n"
@@ -110,7 +112,7 @@ enum {
     OPT_MODEL = 256, OPT_DATASET, OPT_DATA_DIR, OPT_DEVICE, OPT_EPOCHS, OPT_BATCH, OPT_OPTIM, OPT_LR,
     OPT_MOMENTUM, OPT_WD, OPT_SCHEDULE, OPT_SEED, OPT_WORKERS, OPT_PIN, OPT_NO_PIN, OPT_AUGMENT,
     OPT_NO_AUGMENT, OPT_CKPT, OPT_RESUME, OPT_WEIGHTS, OPT_LOGDIR, OPT_METRICS, OPT_EVAL, OPT_PROGRESS,
-    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_AMP, OPT_DISTRIBUTED, OPT_DATA_PARALLEL, OPT_VERSION
+    OPT_LOG_EVERY, OPT_LIMIT_TRAIN, OPT_LIMIT_TEST, OPT_THREADS, OPT_STOP_AFTER, OPT_AMP, OPT_DISTRIBUTED, OPT_DATA_PARALLEL, OPT_PROFILE, OPT_VERSION
 };
 
 static const struct option LONG_OPTS[] = {
@@ -130,6 +132,7 @@ static const struct option LONG_OPTS[] = {
     {"limit-test", required_argument, 0, OPT_LIMIT_TEST}, {"threads", required_argument, 0, OPT_THREADS},
     {"stop-after", required_argument, 0, OPT_STOP_AFTER}, {"amp", required_argument, 0, OPT_AMP},
     {"distributed", no_argument, 0, OPT_DISTRIBUTED},  {"data-parallel", no_argument, 0, OPT_DATA_PARALLEL},
+    {"profile", required_argument, 0, OPT_PROFILE},
     {"help", no_argument, 0, 'h'},                      {"version", no_argument, 0, OPT_VERSION},
     {0, 0, 0, 0}};
 
@@ -236,6 +239,10 @@ static int apply_option(train_config *c, int opt, const char *arg, const char *n
     case OPT_STOP_AFTER:
         if (!parse_i64(arg, 1, 1000000, &v)) return usage_error("--%s expects a positive integer, got '%s'", name, arg);
         c->stop_after = (int)v;
+        break;
+    case OPT_PROFILE:
+        if (!parse_i64(arg, 1, 1000000, &v)) return usage_error("--%s expects a positive integer, got '%s'", name, arg);
+        c->profile_steps = (int)v;
         break;
     case OPT_WORKERS:
     case OPT_THREADS:

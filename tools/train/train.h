@@ -56,6 +56,7 @@ typedef struct train_config {
     char amp[8];              /* none, bf16, fp16: autocast (and the scaler for fp16) */
     bool distributed;         /* one rank of an mpirun job: DDP + DistributedSampler */
     bool data_parallel;       /* DataParallel over every device of the chosen backend */
+    int profile_steps;        /* --profile N: profile N steps (0: none)            */
 } train_config;
 
 /* options.c */

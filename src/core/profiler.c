@@ -1,0 +1,251 @@
+/*
+ * profiler.c — torch.profiler (ctorch/profiler.h): named ranges and a
+ * record of every kernel dispatched to a backend, as Chrome trace JSON or
+ * a key_averages-style table.
+ *
+ * Why at the dispatch macros: every op reaches its backend through
+ * CTI_BACKEND_CALL, CTI_NN_CALL, CTI_LOSS_CALL or the convolution entries,
+ * so timing there records every kernel with the name ctorch's messages use,
+ * without touching the ops. While profiling is off a record costs one
+ * atomic load (an acquire: a plain load on x86); while it is on, a thread keeps its open records on a
+ * stack of its own and takes the lock only to append a finished one.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctorch/profiler.h"
+#include "error.h"
+#include "internal.h"
+#include "tensor_impl.h"
+
+#define NAME_CAP 64
+#define DEPTH_CAP 64
+
+typedef struct prof_event {
+    char name[NAME_CAP];
+    char device[16];
+    char shape[48];
+    int64_t start_ns, dur_ns;
+    int tid;
+    bool kernel; /* a dispatched kernel, else a user range */
+} prof_event;
+
+static atomic_bool g_on;
+static bool g_shapes;
+static int64_t g_origin_ns;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static prof_event *g_events;
+static int64_t g_count, g_cap;
+static atomic_int g_next_tid;
+
+static _Thread_local prof_event tl_open[DEPTH_CAP];
+static _Thread_local int tl_depth, tl_tid;
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int thread_id(void) {
+    if (!tl_tid) tl_tid = atomic_fetch_add(&g_next_tid, 1) + 1;
+    return tl_tid;
+}
+
+/* ---- recording -------------------------------------------------------------------------- */
+
+static void open_record(const char *name, const ct_tensor *t, bool kernel) {
+    if (tl_depth >= DEPTH_CAP) { /* too deep to record: count it so the pops stay paired */
+        tl_depth++;
+        return;
+    }
+    prof_event *e = &tl_open[tl_depth++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name ? name : "(unnamed)");
+    e->kernel = kernel, e->tid = thread_id();
+    if (t) {
+        ct_device_format(t->storage->device, e->device, sizeof e->device);
+        if (g_shapes) ct_shape_str(t->shape, t->ndim, e->shape, sizeof e->shape);
+    }
+    e->start_ns = now_ns();
+}
+
+static void close_record(void) {
+    if (tl_depth <= 0) return;
+    if (--tl_depth >= DEPTH_CAP) return;
+    prof_event e = tl_open[tl_depth];
+    e.dur_ns = now_ns() - e.start_ns;
+    if (!atomic_load_explicit(&g_on, memory_order_relaxed)) return;
+    pthread_mutex_lock(&g_lock);
+    if (g_count == g_cap) {
+        int64_t cap = g_cap ? 2 * g_cap : 4096;
+        prof_event *grown = realloc(g_events, (size_t)cap * sizeof *grown);
+        if (grown) g_events = grown, g_cap = cap;
+    }
+    if (g_count < g_cap) g_events[g_count++] = e; /* out of memory: the event is dropped */
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* acquire: a thread that sees the run started also sees its settings */
+void cti_prof_begin(const char *op, const ct_tensor *t) {
+    if (atomic_load_explicit(&g_on, memory_order_acquire)) open_record(op, t, true);
+}
+
+ct_status cti_prof_end(ct_status st) {
+    /* pops only a kernel record: one opened by a range, or none at all (the
+     * profiler was started while this call ran), is left alone */
+    if (tl_depth > 0 && (tl_depth > DEPTH_CAP || tl_open[tl_depth - 1].kernel)) close_record();
+    return st;
+}
+
+void ct_record_function_push(const char *name) {
+    if (atomic_load_explicit(&g_on, memory_order_acquire)) open_record(name, NULL, false);
+}
+
+void ct_record_function_pop(void) {
+    if (tl_depth > 0 && (tl_depth > DEPTH_CAP || !tl_open[tl_depth - 1].kernel)) close_record();
+}
+
+/* ---- runs ------------------------------------------------------------------------------- */
+
+void ct_profiler_reset(void) {
+    pthread_mutex_lock(&g_lock);
+    free(g_events);
+    g_events = NULL, g_count = g_cap = 0;
+    pthread_mutex_unlock(&g_lock);
+}
+
+ct_status ct_profiler_start(ct_profiler_opts opts) {
+    CT_CHECK_STATUS(!atomic_load(&g_on), CT_ERR_STATE, "profiler: a profiling run is already going");
+    ct_profiler_reset();
+    g_shapes = !opts.no_shapes;
+    g_origin_ns = now_ns();
+    tl_depth = 0;
+    atomic_store(&g_on, true);
+    return CT_OK;
+}
+
+ct_status ct_profiler_stop(void) {
+    CT_CHECK_STATUS(atomic_load(&g_on), CT_ERR_STATE, "profiler: no profiling run to stop");
+    atomic_store(&g_on, false);
+    return CT_OK;
+}
+
+bool ct_profiler_is_enabled(void) { return atomic_load(&g_on); }
+
+int64_t ct_profiler_num_events(void) {
+    pthread_mutex_lock(&g_lock);
+    int64_t n = g_count;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+/* ---- Chrome trace -------------------------------------------------------------------------- */
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void write_event(FILE *f, const prof_event *e, bool first) {
+    fprintf(f, "%s\n  {\"name\": ", first ? "" : ",");
+    json_string(f, e->name);
+    fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {",
+            e->kernel ? "kernel" : "user_annotation", e->tid, (double)(e->start_ns - g_origin_ns) / 1e3,
+            (double)e->dur_ns / 1e3);
+    if (e->device[0]) fprintf(f, "\"device\": \"%s\"", e->device);
+    if (e->shape[0]) fprintf(f, "%s\"input_shape\": \"%s\"", e->device[0] ? ", " : "", e->shape);
+    fputs("}}", f);
+}
+
+ct_status ct_profiler_export_chrome_trace(const char *path) {
+    CT_CHECK_STATUS(path != NULL, CT_ERR_INVALID_ARG, "export_chrome_trace: NULL path");
+    char tmp[4096];
+    CT_CHECK_STATUS(strlen(path) + 8 < sizeof tmp, CT_ERR_INVALID_ARG, "export_chrome_trace: path too long");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    CT_CHECK_STATUS(f != NULL, CT_ERR_IO, "export_chrome_trace: cannot write %s", path);
+    fputs("{\"traceEvents\": [", f);
+    pthread_mutex_lock(&g_lock);
+    for (int64_t i = 0; i < g_count; i++) write_event(f, &g_events[i], i == 0);
+    pthread_mutex_unlock(&g_lock);
+    fputs("\n], \"displayTimeUnit\": \"ms\"}\n", f);
+    const bool ok = !ferror(f) && fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return ct_error_set(CT_ERR_IO, "export_chrome_trace: writing %s failed", path);
+    }
+    return CT_OK;
+}
+
+/* ---- key_averages().table() ------------------------------------------------------------------ */
+
+typedef struct prof_row {
+    char name[NAME_CAP];
+    int64_t calls, total_ns;
+    bool kernel;
+} prof_row;
+
+static _Thread_local const char *g_sort; /* the sort key of the table being printed */
+
+static int row_order(const void *pa, const void *pb) {
+    const prof_row *a = pa, *b = pb;
+    if (!strcmp(g_sort, "name")) return strcmp(a->name, b->name);
+    double x, y;
+    if (!strcmp(g_sort, "count")) x = (double)a->calls, y = (double)b->calls;
+    else if (!strcmp(g_sort, "cpu_time_avg")) x = (double)a->total_ns / a->calls, y = (double)b->total_ns / b->calls;
+    else x = (double)a->total_ns, y = (double)b->total_ns;
+    return x < y ? 1 : x > y ? -1 : strcmp(a->name, b->name);
+}
+
+static int64_t aggregate(prof_row *rows, int64_t *kernel_ns) {
+    int64_t n = 0;
+    *kernel_ns = 0;
+    for (int64_t i = 0; i < g_count; i++) {
+        const prof_event *e = &g_events[i];
+        if (e->kernel) *kernel_ns += e->dur_ns;
+        int64_t k = 0;
+        while (k < n && (rows[k].kernel != e->kernel || strcmp(rows[k].name, e->name))) k++;
+        if (k == n) memcpy(rows[n].name, e->name, NAME_CAP), rows[n].kernel = e->kernel, n++;
+        rows[k].calls++, rows[k].total_ns += e->dur_ns;
+    }
+    return n;
+}
+
+ct_status ct_profiler_print_table(FILE *out, const char *sort_by, int row_limit) {
+    CT_CHECK_STATUS(out != NULL, CT_ERR_INVALID_ARG, "key_averages().table: NULL stream");
+    const char *sort = sort_by ? sort_by : "cpu_time_total";
+    CT_CHECK_STATUS(!strcmp(sort, "cpu_time_total") || !strcmp(sort, "cpu_time_avg") || !strcmp(sort, "count") ||
+                        !strcmp(sort, "name"),
+                    CT_ERR_INVALID_ARG,
+                    "key_averages().table: unknown sort_by '%s' (cpu_time_total, cpu_time_avg, count or name)", sort);
+    pthread_mutex_lock(&g_lock);
+    prof_row *rows = calloc((size_t)(g_count > 0 ? g_count : 1), sizeof *rows);
+    int64_t kernel_ns = 0, n = rows ? aggregate(rows, &kernel_ns) : 0;
+    pthread_mutex_unlock(&g_lock);
+    CT_CHECK_STATUS(rows != NULL, CT_ERR_OOM, "key_averages().table: out of memory");
+    g_sort = sort;
+    qsort(rows, (size_t)n, sizeof *rows, row_order);
+    fprintf(out, "%-40s %8s %14s %12s %9s\n", "Name", "Calls", "CPU total(ms)", "CPU avg(us)", "% kernel");
+    for (int64_t i = 0; i < n && (row_limit <= 0 || i < row_limit); i++) {
+        const prof_row *r = &rows[i];
+        char share[16] = "-";
+        if (r->kernel && kernel_ns > 0) snprintf(share, sizeof share, "%.1f%%", 100.0 * (double)r->total_ns / (double)kernel_ns);
+        fprintf(out, "%-40.40s %8lld %14.3f %12.2f %9s\n", r->name, (long long)r->calls, (double)r->total_ns / 1e6,
+                (double)r->total_ns / 1e3 / (double)r->calls, share);
+    }
+    fprintf(out, "Kernel time total: %.3f ms (%lld kinds of events)\n", (double)kernel_ns / 1e6, (long long)n);
+    free(rows);
+    return CT_OK;
+}
