@@ -14,7 +14,8 @@
  *     print(prof.key_averages().table(            ct_profiler_print_table(stdout, "cpu_time_total", 10);
  *         sort_by="cpu_time_total", row_limit=10))
  *
- * Times are host times: on an asynchronous device (OpenCL, CUDA) a
+ * Named ranges are also NVTX ranges (Nsight Systems) in a build with the
+ * CUDA backend. Times are host times: on an asynchronous device (OpenCL, CUDA) a
  * kernel's record covers its enqueueing, not its run on the device. While
  * no profiler runs, a range or a kernel costs one atomic load.
  * Records are kept in memory until the next start or ct_profiler_reset.

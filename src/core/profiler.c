@@ -9,6 +9,8 @@
  * without touching the ops. While profiling is off a record costs one
  * atomic load (an acquire: a plain load on x86); while it is on, a thread keeps its open records on a
  * stack of its own and takes the lock only to append a finished one.
+ * Named ranges are also NVTX ranges where the CUDA backend is built, so
+ * Nsight Systems shows them on the GPU timeline.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <pthread.h>
@@ -42,6 +44,12 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static prof_event *g_events;
 static int64_t g_count, g_cap;
 static atomic_int g_next_tid;
+
+/* A backend's range markers (NVTX on CUDA), looked up at start. */
+typedef void (*range_push_fn)(const char *name);
+typedef void (*range_pop_fn)(void);
+static range_push_fn g_range_push;
+static range_pop_fn g_range_pop;
 
 static _Thread_local prof_event tl_open[DEPTH_CAP];
 static _Thread_local int tl_depth, tl_tid;
@@ -104,11 +112,25 @@ ct_status cti_prof_end(ct_status st) {
 }
 
 void ct_record_function_push(const char *name) {
-    if (atomic_load_explicit(&g_on, memory_order_acquire)) open_record(name, NULL, false);
+    if (!atomic_load_explicit(&g_on, memory_order_acquire)) return;
+    open_record(name, NULL, false);
+    if (g_range_push) g_range_push(name ? name : "(unnamed)");
 }
 
 void ct_record_function_pop(void) {
-    if (tl_depth > 0 && (tl_depth > DEPTH_CAP || !tl_open[tl_depth - 1].kernel)) close_record();
+    if (tl_depth > 0 && (tl_depth > DEPTH_CAP || !tl_open[tl_depth - 1].kernel)) {
+        close_record();
+        if (g_range_pop) g_range_pop();
+    }
+}
+
+/* NVTX (or another backend's markers) for the ranges, when a backend has them. */
+static void find_range_markers(void) {
+    const ct_backend *b = ct_backend_for(CT_DEVICE_CUDA);
+    ct_backend_proc push = b && b->get_proc ? b->get_proc("range_push") : NULL;
+    ct_backend_proc pop = b && b->get_proc ? b->get_proc("range_pop") : NULL;
+    g_range_push = push && pop ? (range_push_fn)push : NULL;
+    g_range_pop = push && pop ? (range_pop_fn)pop : NULL;
 }
 
 /* ---- runs ------------------------------------------------------------------------------- */
@@ -125,6 +147,7 @@ ct_status ct_profiler_start(ct_profiler_opts opts) {
     ct_profiler_reset();
     g_shapes = !opts.no_shapes;
     g_origin_ns = now_ns();
+    find_range_markers();
     tl_depth = 0;
     atomic_store(&g_on, true);
     return CT_OK;

@@ -85,6 +85,10 @@ extern const void *const ct_cu_kernel_table[];
 extern const int ct_cu_kernel_count;
 extern const struct ct_gpu_device ct_cu_gpu;
 
+/* cu_nvtx.c: NVTX ranges (get_proc("range_push") / "range_pop"). */
+void ct_cu_nvtx_push(const char *name);
+void ct_cu_nvtx_pop(void);
+
 /* cu_nccl.c: NCCL as the process group's collective library
  * (get_proc("comm_ops"); src/core/backend_comm.h). */
 struct ct_backend_comm;
