@@ -121,6 +121,10 @@ static void test_device_kernels(void) {
     text[n] = '\0';
     if (f) fclose(f);
     CT_EXPECT_MSG(strstr(text, "\"device\": \"opencl:0\""), "no opencl:0 kernel in the trace");
+    /* kernels on an asynchronous device carry their device time (timing events) */
+    CT_EXPECT_MSG(strstr(text, "\"device_time_us\": "), "no device time in the OpenCL trace");
+    const char *t = table_text("cpu_time_total", 0);
+    CT_EXPECT_MSG(strstr(t, "Device total(ms)"), "%s", t);
     remove(path);
 }
 

@@ -15,8 +15,10 @@
  *         sort_by="cpu_time_total", row_limit=10))
  *
  * Named ranges are also NVTX ranges (Nsight Systems) in a build with the
- * CUDA backend. Times are host times: on an asynchronous device (OpenCL, CUDA) a
- * kernel's record covers its enqueueing, not its run on the device. While
+ * CUDA backend. A record's time is host time: on an asynchronous device
+ * (OpenCL, CUDA) it covers enqueueing the kernel; those kernels also get
+ * their device time from a pair of timing events, resolved when the run
+ * stops (which therefore waits for the device). While
  * no profiler runs, a range or a kernel costs one atomic load.
  * Records are kept in memory until the next start or ct_profiler_reset.
  */

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "ctorch/profiler.h"
+#include "ctorch/stream.h"
 #include "error.h"
 #include "internal.h"
 #include "tensor_impl.h"
@@ -35,6 +36,10 @@ typedef struct prof_event {
     int64_t start_ns, dur_ns;
     int tid;
     bool kernel; /* a dispatched kernel, else a user range */
+    /* a kernel on an asynchronous device: timing events around it on its
+     * stream, turned into device_ms when the run stops (-1: none) */
+    ct_event *ev_start, *ev_end;
+    double device_ms;
 } prof_event;
 
 static atomic_bool g_on;
@@ -67,6 +72,16 @@ static int thread_id(void) {
 
 /* ---- recording -------------------------------------------------------------------------- */
 
+/* A timing event recorded now on dev's current stream, or none (*ev NULL)
+ * when that fails; the error is cleared, as it belongs to no op. */
+static void timing_event(ct_event **ev, ct_device dev) {
+    *ev = ct_event_create(.enable_timing = true);
+    if (*ev && ct_event_record(*ev, ct_current_stream(dev)) == CT_OK) return;
+    ct_event_destroy(*ev);
+    *ev = NULL;
+    ct_clear_error();
+}
+
 static void open_record(const char *name, const ct_tensor *t, bool kernel) {
     if (tl_depth >= DEPTH_CAP) { /* too deep to record: count it so the pops stay paired */
         tl_depth++;
@@ -76,27 +91,41 @@ static void open_record(const char *name, const ct_tensor *t, bool kernel) {
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", name ? name : "(unnamed)");
     e->kernel = kernel, e->tid = thread_id();
+    e->device_ms = -1;
     if (t) {
         ct_device_format(t->storage->device, e->device, sizeof e->device);
         if (g_shapes) ct_shape_str(t->shape, t->ndim, e->shape, sizeof e->shape);
+        if (kernel && t->storage->device.type != CT_DEVICE_CPU) timing_event(&e->ev_start, t->storage->device);
     }
     e->start_ns = now_ns();
 }
 
-static void close_record(void) {
+/* ok: the kernel succeeded (a failed one gets no device time, and its
+ * error must not be replaced by an event's). */
+static void close_record(bool ok) {
     if (tl_depth <= 0) return;
     if (--tl_depth >= DEPTH_CAP) return;
     prof_event e = tl_open[tl_depth];
     e.dur_ns = now_ns() - e.start_ns;
-    if (!atomic_load_explicit(&g_on, memory_order_relaxed)) return;
+    if (e.ev_start && ok) {
+        ct_device dev;
+        if (ct_device_parse(e.device, &dev) == CT_OK) timing_event(&e.ev_end, dev);
+    }
+    if (e.ev_start && !e.ev_end) ct_event_destroy(e.ev_start), e.ev_start = NULL;
+    if (!atomic_load_explicit(&g_on, memory_order_relaxed)) {
+        ct_event_destroy(e.ev_start), ct_event_destroy(e.ev_end);
+        return;
+    }
     pthread_mutex_lock(&g_lock);
     if (g_count == g_cap) {
         int64_t cap = g_cap ? 2 * g_cap : 4096;
         prof_event *grown = realloc(g_events, (size_t)cap * sizeof *grown);
         if (grown) g_events = grown, g_cap = cap;
     }
-    if (g_count < g_cap) g_events[g_count++] = e; /* out of memory: the event is dropped */
+    const bool kept = g_count < g_cap;
+    if (kept) g_events[g_count++] = e; /* out of memory: the event is dropped */
     pthread_mutex_unlock(&g_lock);
+    if (!kept) ct_event_destroy(e.ev_start), ct_event_destroy(e.ev_end);
 }
 
 /* acquire: a thread that sees the run started also sees its settings */
@@ -107,7 +136,7 @@ void cti_prof_begin(const char *op, const ct_tensor *t) {
 ct_status cti_prof_end(ct_status st) {
     /* pops only a kernel record: one opened by a range, or none at all (the
      * profiler was started while this call ran), is left alone */
-    if (tl_depth > 0 && (tl_depth > DEPTH_CAP || tl_open[tl_depth - 1].kernel)) close_record();
+    if (tl_depth > 0 && (tl_depth > DEPTH_CAP || tl_open[tl_depth - 1].kernel)) close_record(st == CT_OK);
     return st;
 }
 
@@ -119,7 +148,7 @@ void ct_record_function_push(const char *name) {
 
 void ct_record_function_pop(void) {
     if (tl_depth > 0 && (tl_depth > DEPTH_CAP || !tl_open[tl_depth - 1].kernel)) {
-        close_record();
+        close_record(true);
         if (g_range_pop) g_range_pop();
     }
 }
@@ -135,8 +164,24 @@ static void find_range_markers(void) {
 
 /* ---- runs ------------------------------------------------------------------------------- */
 
+/* Device times of the recorded kernels: waits for each end event. */
+static void resolve_device_times(void) {
+    for (int64_t i = 0; i < g_count; i++) {
+        prof_event *e = &g_events[i];
+        if (!e->ev_start) continue;
+        float ms = 0;
+        if (ct_event_synchronize(e->ev_end) == CT_OK && ct_event_elapsed_time(e->ev_start, e->ev_end, &ms) == CT_OK)
+            e->device_ms = ms;
+        else
+            ct_clear_error(); /* no device time for this one; the error is nobody's */
+        ct_event_destroy(e->ev_start), ct_event_destroy(e->ev_end);
+        e->ev_start = e->ev_end = NULL;
+    }
+}
+
 void ct_profiler_reset(void) {
     pthread_mutex_lock(&g_lock);
+    for (int64_t i = 0; i < g_count; i++) ct_event_destroy(g_events[i].ev_start), ct_event_destroy(g_events[i].ev_end);
     free(g_events);
     g_events = NULL, g_count = g_cap = 0;
     pthread_mutex_unlock(&g_lock);
@@ -156,6 +201,9 @@ ct_status ct_profiler_start(ct_profiler_opts opts) {
 ct_status ct_profiler_stop(void) {
     CT_CHECK_STATUS(atomic_load(&g_on), CT_ERR_STATE, "profiler: no profiling run to stop");
     atomic_store(&g_on, false);
+    pthread_mutex_lock(&g_lock);
+    resolve_device_times();
+    pthread_mutex_unlock(&g_lock);
     return CT_OK;
 }
 
@@ -189,6 +237,7 @@ static void write_event(FILE *f, const prof_event *e, bool first) {
             (double)e->dur_ns / 1e3);
     if (e->device[0]) fprintf(f, "\"device\": \"%s\"", e->device);
     if (e->shape[0]) fprintf(f, "%s\"input_shape\": \"%s\"", e->device[0] ? ", " : "", e->shape);
+    if (e->device_ms >= 0) fprintf(f, ", \"device_time_us\": %.3f", e->device_ms * 1e3);
     fputs("}}", f);
 }
 
@@ -217,6 +266,7 @@ ct_status ct_profiler_export_chrome_trace(const char *path) {
 typedef struct prof_row {
     char name[NAME_CAP];
     int64_t calls, total_ns;
+    double device_ms; /* < 0: no device time */
     bool kernel;
 } prof_row;
 
@@ -240,8 +290,9 @@ static int64_t aggregate(prof_row *rows, int64_t *kernel_ns) {
         if (e->kernel) *kernel_ns += e->dur_ns;
         int64_t k = 0;
         while (k < n && (rows[k].kernel != e->kernel || strcmp(rows[k].name, e->name))) k++;
-        if (k == n) memcpy(rows[n].name, e->name, NAME_CAP), rows[n].kernel = e->kernel, n++;
+        if (k == n) memcpy(rows[n].name, e->name, NAME_CAP), rows[n].kernel = e->kernel, rows[n].device_ms = -1, n++;
         rows[k].calls++, rows[k].total_ns += e->dur_ns;
+        if (e->device_ms >= 0) rows[k].device_ms = (rows[k].device_ms < 0 ? 0 : rows[k].device_ms) + e->device_ms;
     }
     return n;
 }
@@ -260,13 +311,15 @@ ct_status ct_profiler_print_table(FILE *out, const char *sort_by, int row_limit)
     CT_CHECK_STATUS(rows != NULL, CT_ERR_OOM, "key_averages().table: out of memory");
     g_sort = sort;
     qsort(rows, (size_t)n, sizeof *rows, row_order);
-    fprintf(out, "%-40s %8s %14s %12s %9s\n", "Name", "Calls", "CPU total(ms)", "CPU avg(us)", "% kernel");
+    fprintf(out, "%-40s %8s %14s %12s %9s %17s\n", "Name", "Calls", "CPU total(ms)", "CPU avg(us)", "% kernel",
+            "Device total(ms)");
     for (int64_t i = 0; i < n && (row_limit <= 0 || i < row_limit); i++) {
         const prof_row *r = &rows[i];
-        char share[16] = "-";
+        char share[16] = "-", dev[24] = "-";
         if (r->kernel && kernel_ns > 0) snprintf(share, sizeof share, "%.1f%%", 100.0 * (double)r->total_ns / (double)kernel_ns);
-        fprintf(out, "%-40.40s %8lld %14.3f %12.2f %9s\n", r->name, (long long)r->calls, (double)r->total_ns / 1e6,
-                (double)r->total_ns / 1e3 / (double)r->calls, share);
+        if (r->device_ms >= 0) snprintf(dev, sizeof dev, "%.3f", r->device_ms);
+        fprintf(out, "%-40.40s %8lld %14.3f %12.2f %9s %17s\n", r->name, (long long)r->calls, (double)r->total_ns / 1e6,
+                (double)r->total_ns / 1e3 / (double)r->calls, share, dev);
     }
     fprintf(out, "Kernel time total: %.3f ms (%lld kinds of events)\n", (double)kernel_ns / 1e6, (long long)n);
     free(rows);
