@@ -84,6 +84,12 @@ static void test_steps_opencl(void) {
     scaler_steps_on(ct_device_opencl(0), NAN);
 }
 
+static void test_steps_cuda(void) {
+    if (!ct_test_cuda_devices("GradScaler on CUDA")) return;
+    scaler_steps_on(ct_device_cuda(0), INFINITY);
+    scaler_steps_on(ct_device_cuda(0), NAN);
+}
+
 /* growth_interval clean steps double the scale; backoff halves it. */
 static void test_growth(void) {
     CT_SCOPE {
@@ -261,6 +267,7 @@ int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_steps_cpu);
     CT_RUN(test_steps_opencl);
+    CT_RUN(test_steps_cuda);
     CT_RUN(test_growth);
     CT_RUN(test_errors);
     CT_RUN(test_clip_after_unscale);

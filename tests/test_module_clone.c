@@ -329,9 +329,8 @@ static void test_bad_arguments(void) {
 
 /* ---- another device ------------------------------------------------------------------ */
 
-static void test_resnet18_clone_to_opencl(void) {
-    if (!ct_test_opencl_devices("ResNet-18 cloned to OpenCL")) return;
-    ct_device dev = ct_device_opencl(0), cpu = ct_device_cpu();
+static void resnet18_clone_to(ct_device dev) {
+    ct_device cpu = ct_device_cpu();
     ct_module *m = ct_model_resnet18(10);
     ct_tensor *x = ct_randn(CT_SHAPE(2, 3, 32, 32));
     CT_NO_GRAD CT_SCOPE { CT_EXPECT(ct_forward(m, x) != NULL); }
@@ -353,6 +352,14 @@ static void test_resnet18_clone_to_opencl(void) {
     ct_release(x);
     ct_module_free(c);
     ct_module_free(m);
+}
+
+static void test_resnet18_clone_to_opencl(void) {
+    if (ct_test_opencl_devices("ResNet-18 cloned to OpenCL")) resnet18_clone_to(ct_device_opencl(0));
+}
+
+static void test_resnet18_clone_to_cuda(void) {
+    if (ct_test_cuda_devices("ResNet-18 cloned to CUDA")) resnet18_clone_to(ct_device_cuda(0));
 }
 
 /* Out of device memory half-way: NULL, CT_ERR_OOM, nothing left behind. */
@@ -388,6 +395,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_failing_clone_function);
     CT_RUN(test_bad_arguments);
     CT_RUN(test_resnet18_clone_to_opencl);
+    CT_RUN(test_resnet18_clone_to_cuda);
     CT_RUN(test_clone_out_of_device_memory);
     return ct_test_finish();
 }

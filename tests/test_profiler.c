@@ -102,14 +102,12 @@ static void test_chrome_trace(void) {
     remove(path);
 }
 
-static void test_device_kernels(void) {
-    if (ct_device_count(CT_DEVICE_OPENCL) < 1) {
-        ct_test_skip("profiler on OpenCL: no OpenCL device");
-        return;
-    }
-    ct_device cl;
-    ct_device_parse("opencl:0", &cl);
-    profile_training_step(cl);
+/* Kernels on an asynchronous device: recorded with that device's name and
+ * their device time (timing events on the stream). */
+static void expect_device_kernels(const char *device_name) {
+    ct_device dev;
+    ct_device_parse(device_name, &dev);
+    profile_training_step(dev);
     char path[] = "/tmp/ct_trace_XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0) return;
@@ -120,12 +118,21 @@ static void test_device_kernels(void) {
     size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
     text[n] = '\0';
     if (f) fclose(f);
-    CT_EXPECT_MSG(strstr(text, "\"device\": \"opencl:0\""), "no opencl:0 kernel in the trace");
-    /* kernels on an asynchronous device carry their device time (timing events) */
-    CT_EXPECT_MSG(strstr(text, "\"device_time_us\": "), "no device time in the OpenCL trace");
+    char want[64];
+    snprintf(want, sizeof want, "\"device\": \"%s\"", device_name);
+    CT_EXPECT_MSG(strstr(text, want), "no %s kernel in the trace", device_name);
+    CT_EXPECT_MSG(strstr(text, "\"device_time_us\": "), "no device time in the %s trace", device_name);
     const char *t = table_text("cpu_time_total", 0);
     CT_EXPECT_MSG(strstr(t, "Device total(ms)"), "%s", t);
     remove(path);
+}
+
+static void test_device_kernels_opencl(void) {
+    if (ct_test_opencl_devices("profiler on OpenCL")) expect_device_kernels("opencl:0");
+}
+
+static void test_device_kernels_cuda(void) {
+    if (ct_test_cuda_devices("profiler on CUDA")) expect_device_kernels("cuda:0");
 }
 
 static void test_errors(void) {
@@ -148,7 +155,8 @@ int main(int argc, char **argv) {
     CT_RUN(test_off_records_nothing);
     CT_RUN(test_run_records_ranges_and_kernels);
     CT_RUN(test_chrome_trace);
-    CT_RUN(test_device_kernels);
+    CT_RUN(test_device_kernels_opencl);
+    CT_RUN(test_device_kernels_cuda);
     CT_RUN(test_errors);
     ct_profiler_reset();
     return ct_test_finish();

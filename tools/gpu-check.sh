@@ -91,7 +91,7 @@ build, wanted = sys.argv[1], set(sys.argv[2].split())
 def q(s):
     return "\"$B\"" + shlex.quote(s[len(build):]) if s.startswith(build) else shlex.quote(s)
 for t in json.load(sys.stdin)["tests"]:
-    if t["name"] not in wanted: continue
+    if t["name"] not in wanted or t["name"] == "test_dist_nccl": continue
     props = {p["name"]: p["value"] for p in t.get("properties", [])}
     env = props.get("ENVIRONMENT", [])
     print("suite_test", t["name"], q(props.get("WORKING_DIRECTORY", build)),
@@ -108,6 +108,7 @@ for t in json.load(sys.stdin)["tests"]:
             [[ $name =~ $base_libs || $name == libctorch.so* ]] || cp -L "$path" "$pack/lib/$name"
         done
     tar -C "$pack" -cf - lib | xz -T1 --lzma2=preset=1,dict=32MiB > "$pack/lib.tar.xz"; rm -rf "${pack:?}/lib"
+    pack_openmpi
     # 6,000 training and 2,000 test images: enough to see the model learn.
     python3 - "$pack/data" <<'EOF'
 import gzip, struct, sys
@@ -124,6 +125,25 @@ for kind, n in (("train", 6000), ("t10k", 2000)):
 EOF
     du -sh "$pack"/*
     echo "packed in $((SECONDS - t0)) s ($(du -sh "$pack" | cut -f1)): carry .gpu and build nothing there; run: tools/gpu-check.sh run"
+}
+
+# The GPU machine has no MPI, and the process groups (the nccl backend's
+# rendezvous too) need one: OpenMPI's runtime as Debian installed it here,
+# its programs, plugins, help files and every library they load, at the
+# paths they have here (it is not relocatable). The run side unpacks it
+# into / without replacing any file already there.
+pack_openmpi() {
+    command -v orted >/dev/null || { echo "gpu-check: no OpenMPI here: the nccl test will skip there"; return 0; }
+    local files; files=$(dpkg -L libopenmpi3 openmpi-bin openmpi-common libpmix2 | while read -r f; do
+            [ -f "$f" ] || [ -L "$f" ] && echo "$f"; done | grep -v -E '/(doc|man|include)/|java|fortran|\.mod$')
+    # shellcheck disable=SC2086  # word lists
+    local deps; deps=$(for f in $files; do [ -f "$f" ] && ldd "$f" 2>/dev/null; done \
+        | awk '/=> \//{print $3}' | sort -u | while read -r d; do
+            [[ $(basename "$d") =~ $base_libs ]] || echo "$d"; done)
+    # Libraries by their soname paths, dereferenced; OpenMPI's own files as they are.
+    { echo "$files"; } | tar -cf "$pack/mpi.tar" -T - 2>/dev/null
+    echo "$deps" | tar -rhf "$pack/mpi.tar" -T - 2>/dev/null
+    xz -T1 --lzma2=preset=1,dict=32MiB "$pack/mpi.tar"
 }
 
 # ---- run (there) -----------------------------------------------------------------------------
@@ -156,6 +176,17 @@ rep() { printf '%-34s %s\n' "$1:" "$2" | tee -a "$report"; }
 fail() { status=1; }
 # Indented detail lines under a report line, kept in the report too.
 detail() { sed 's/^/    /' | tee -a "$report"; }
+
+# OpenMPI from the pack, unpacked into / (nothing already there replaced),
+# with the settings a single machine run as root needs.
+use_carried_openmpi() {
+    if ! command -v orted >/dev/null && [ -f "$pack/mpi.tar.xz" ]; then
+        xz -dc "$pack/mpi.tar.xz" | tar -C / -xkf - 2>/dev/null; ldconfig 2>/dev/null
+        command -v orted >/dev/null && rep "OpenMPI" "carried from the pack ($(orted --version 2>&1 | head -1))"
+    fi
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 \
+        OMPI_MCA_mca_base_component_show_load_errors=0 PMIX_MCA_mca_base_component_show_load_errors=0
+}
 
 run_there() {
     local dry=$1
@@ -329,6 +360,21 @@ EOF
     done
 
     echo "== the tests of the suite that use CUDA when it is there"
+    echo "== the nccl process group (a world of one) on cuda:0"
+    if [ -z "$gpu" ]; then
+        rep "test_dist_nccl" "$skip"
+    else
+        use_carried_openmpi
+        (cd "$b/tests" && OMP_NUM_THREADS=1 timeout -k 5 90 ./test_dist_nccl > "$out/test_dist_nccl.log" 2>&1
+         echo "exit $?" >> "$out/test_dist_nccl.log")
+        local nrc; nrc=$(tail -1 "$out/test_dist_nccl.log" | sed 's/exit //')
+        case $nrc in
+            0) rep "test_dist_nccl" "passed ($(grep -c '^\[ ok \]' "$out/test_dist_nccl.log") cases ok)" ;;
+            77) rep "test_dist_nccl" "SKIPPED: $(grep -m1 SKIP "$out/test_dist_nccl.log" | cut -c1-120)"; fail ;;
+            *) rep "test_dist_nccl" "FAILED (exit $nrc)"; grep -v '^exit' "$out/test_dist_nccl.log" | tail -8 | detail; fail ;;
+        esac
+    fi
+
     if [ "$(left)" -lt 40 ]; then
         rep "suite (CUDA-aware tests)" "skipped (time budget)"
     else
