@@ -3,6 +3,8 @@
  * device.h, amp.h, random.h and tensor.h (included into test_api_errors.c).
  */
 
+#include "ctorch/dlpack.h" /* not in the umbrella header */
+
 static const char *const k_null_fmt = NULL; /* a NULL format the compiler cannot see */
 static int64_t g_buf[16];
 static const int64_t k_huge = INT64_C(1) << 62;
@@ -242,6 +244,17 @@ static void rows_copies(void) {
     ERR_VAL(ct_snprint, (NULL, 10, F.t), r_ == -1, "snprint: buf is NULL but size is 10");
     QUIET_VAL(ct_snprint, (NULL, 0, F.t), r_ > 0);
     PROP_VAL(ct_snprint, ((char[8]){0}, 8, NT), r_ == -1);
+
+    static DLManagedTensorVersioned bad_version = {.version = {2, 0}, .dl_tensor.device = {kDLCPU, 0}};
+    static DLManagedTensor bad_lanes = {.dl_tensor = {g_buf, {kDLCPU, 0}, 1, {kDLFloat, 32, 4}, g_buf, NULL, 0}};
+    PROP_PTR_SAYS(ct_to_dlpack, (NT), "to_dlpack: NULL tensor");
+    ERR_PTR(ct_to_dlpack, (ct_set_requires_grad(F.one, true) == CT_OK ? F.one : NULL),
+            "to_dlpack: Can't export tensors that require gradient, use tensor.detach()");
+    PROP_PTR_SAYS(ct_to_dlpack_unversioned, (NT), "to_dlpack_unversioned: NULL tensor");
+    PROP_PTR_SAYS(ct_from_dlpack, (NULL), "from_dlpack: NULL managed tensor");
+    ERR_PTR(ct_from_dlpack, (&bad_version), "from_dlpack: DLPack version 2.0 is not supported");
+    PROP_PTR_SAYS(ct_from_dlpack_unversioned, (NULL), "from_dlpack_unversioned: NULL managed tensor");
+    ERR_PTR(ct_from_dlpack_unversioned, (&bad_lanes), "from_dlpack_unversioned: vector dtypes are not supported");
 }
 
 static void rows_core(void) {

@@ -173,6 +173,51 @@ static void rows_modules(void) {
     ERR_STATUS(ct_module_fuse_conv_bn, (F.seq, "0", "0"), "fuse_conv_bn: 0 must be a Conv2d (ct_nn_conv2d), got ReLU");
     PROP_VAL_SAYS(ct_module_fuse_conv_bn_all, (NM), r_ == -1, "fuse_conv_bn_all: NULL module");
     QUIET_VAL(ct_module_fuse_conv_bn_all, (F.seq), r_ == 0); /* no pair: nothing to do */
+    /* dynamic quantization (tests/test_quantize.c has the rest) */
+    PROP_PTR_SAYS(ct_quantize_dynamic, (NM, false), "quantize_dynamic: NULL model");
+    ERR_PTR(ct_quantize_dynamic, (F.m, true), "bare Linear, which cannot be replaced in place");
+    PROP_PTR_SAYS(ct_nnqd_linear_from_float, (NM), "nnqd.Linear.from_float: NULL module");
+    ERR_PTR(ct_nnqd_linear_from_float, (F.seq), "expected a Linear (ct_nn_linear), got Sequential");
+    PROP_PTR_SAYS(ct_int_mm, (NT, F.t), "_int_mm: NULL self");
+    PROP_PTR_SAYS(ct_int_mm, (F.t, NT), "_int_mm: NULL mat2");
+    ERR_PTR(ct_int_mm, (F.t, F.t), "_int_mm: expected self and mat2 to be int8, got float32 and float32");
+    PROP_PTR_SAYS(ct_quantized_linear_dynamic, (NT, F.t, F.one, NT), "quantized::linear_dynamic: NULL input");
+    ERR_PTR(ct_quantized_linear_dynamic, (F.t, F.t, F.one, NT), "expected a 2-D int8 weight, got 2-D float32");
+    PROP_STATUS(ct_quantize_weight_int8, (NT, &(ct_tensor *){NULL}, &(ct_tensor *){NULL}), "quantize_weight_int8: NULL weight");
+    ERR_STATUS(ct_quantize_weight_int8, (F.t, NULL, &(ct_tensor *){NULL}), "quantize_weight_int8: NULL q");
+    ERR_STATUS(ct_quantize_weight_int8, (F.one, &(ct_tensor *){NULL}, &(ct_tensor *){NULL}), "expected a 2-D weight");
+    /* pruning (tests/test_prune.c has the cases that need a pruned module) */
+    PROP_STATUS(ct_prune_l1_unstructured, (NM, "weight", 0.5), "prune.l1_unstructured: NULL module");
+    ERR_STATUS(ct_prune_l1_unstructured, (F.m, NULL, 0.5), "prune.l1_unstructured: NULL name");
+    ERR_STATUS(ct_prune_l1_unstructured, (F.m, "wieght", 0.5), "prune.l1_unstructured: Linear has no parameter named 'wieght'");
+    ERR_STATUS(ct_prune_l1_unstructured, (F.m, "weight", 1.5), "amount=1.5 should either be a float in the range [0, 1]");
+    PROP_STATUS(ct_prune_l1_unstructured_n, (NM, "weight", 1), "prune.l1_unstructured: NULL module");
+    ERR_STATUS(ct_prune_l1_unstructured_n, (F.m, "weight", -1), "amount=-1 should either be a float");
+    ERR_STATUS(ct_prune_l1_unstructured_n, (F.m, "weight", 7), "amount=7 should be smaller than the number of parameters to prune=6");
+    PROP_STATUS(ct_prune_random_unstructured, (NM, "weight", 0.5), "prune.random_unstructured: NULL module");
+    ERR_STATUS(ct_prune_random_unstructured, (F.m, "weight", NAN), "prune.random_unstructured: amount=nan");
+    ERR_STATUS(ct_prune_random_unstructured, (F.m, "bais", 0.5), "Linear has no parameter named 'bais'");
+    PROP_STATUS(ct_prune_random_unstructured_n, (NM, "weight", 1), "prune.random_unstructured: NULL module");
+    ERR_STATUS(ct_prune_random_unstructured_n, (F.m, "bias", 3), "amount=3 should be smaller than the number of parameters to prune=2");
+    PROP_STATUS(ct_prune_custom_from_mask, (NM, "weight", F.t), "prune.custom_from_mask: NULL module");
+    PROP_STATUS(ct_prune_custom_from_mask, (F.m, "weight", NT), "prune.custom_from_mask: NULL mask");
+    ERR_STATUS(ct_prune_custom_from_mask, (F.m, NULL, F.t), "prune.custom_from_mask: NULL name");
+    ERR_STATUS(ct_prune_custom_from_mask, (F.m, "weight", F.one), "mask has shape [1] but weight of Linear has shape [2, 3]");
+    ERR_STATUS(ct_prune_global_unstructured, (NULL, 1, CT_PRUNE_L1, 0.5), "prune.global_unstructured: expected n >= 0");
+    ERR_STATUS(ct_prune_global_unstructured, (((ct_prune_target[]){{F.m, "weight"}}), -1, CT_PRUNE_L1, 0.5), "got n = -1");
+    ERR_STATUS(ct_prune_global_unstructured, (((ct_prune_target[]){{NM, "weight"}}), 1, CT_PRUNE_L1, 0.5),
+               "prune.global_unstructured: NULL module");
+    ERR_STATUS(ct_prune_global_unstructured, (((ct_prune_target[]){{F.m, "weight"}}), 1, CT_PRUNE_L1, 2.0), "amount=2");
+    ERR_STATUS(ct_prune_global_unstructured, (((ct_prune_target[]){{F.m, "weight"}}), 1, (ct_prune_method)9, 0.5),
+               "unknown pruning method 9");
+    ERR_STATUS(ct_prune_global_unstructured_n, (NULL, 1, CT_PRUNE_L1, 1), "prune.global_unstructured: expected n >= 0");
+    ERR_STATUS(ct_prune_global_unstructured_n, (((ct_prune_target[]){{F.m, "weight"}, {F.m, "bias"}}), 2, CT_PRUNE_RANDOM, 9),
+               "amount=9 should be smaller than the number of parameters to prune=8");
+    PROP_STATUS(ct_prune_remove, (NM, "weight"), "prune.remove: NULL module");
+    ERR_STATUS(ct_prune_remove, (F.m, NULL), "prune.remove: NULL name");
+    ERR_STATUS(ct_prune_remove, (F.m, "weight"), "Parameter 'weight' of module Linear has to be pruned before pruning can be removed");
+    PROP_VAL_SAYS(ct_prune_is_pruned, (NM), !r_, "prune.is_pruned: NULL module");
+    QUIET_VAL(ct_prune_is_pruned, (F.seq), !r_);
 }
 
 static void rows_optim(void) {

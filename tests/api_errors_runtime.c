@@ -80,6 +80,11 @@ static void rows_memory(void) {
     ERR_STATUS(ct_memory_snapshot, (BAD_DEV, &segs, &n), "Device index");
     QUIET_VOID(ct_memory_snapshot_free, (NULL, 0));
     QUIET_VOID(ct_memory_snapshot_free, (NULL, 5));
+    ERR_STATUS(ct_memory_record_history, (true, -1), "memory_record_history: max_entries must be >= 0");
+    ERR_STATUS(ct_memory_dump_snapshot, (BAD_DEV, "/tmp/ct_snapshot.json"), "Device index");
+    ERR_STATUS(ct_memory_dump_snapshot, (ct_device_cpu(), NULL), "memory_dump_snapshot: NULL path");
+    ERR_STATUS(ct_memory_dump_snapshot, (ct_device_cpu(), "/tmp/ct_snapshot.json"),
+               "Expected a cuda or opencl device, but got: cpu");
     PROP_PTR(ct_pin_memory, (NT));
     PROP_VAL(ct_is_pinned, (NT), !r_);
     ERR_STATUS(ct_host_memory_stats, (NULL), "host_memory_stats: NULL");
@@ -249,7 +254,33 @@ static void rows_profiler(void) {
     ERR_STATUS(ct_profiler_print_table, (stdout, "flops", 0), "unknown sort_by 'flops'");
 }
 
+/* ctorch/extension.h and custom autograd functions; test_custom_kernel.c
+ * runs them on devices. */
+static void rows_extension(void) {
+    ct_native_buffer nb;
+    ct_native_device nd;
+    ERR_PTR(ct_kernel_compile, (ct_device_cpu(), "K_KERNEL f() {}", "f", NULL), "the cpu device has no kernel compiler");
+    ERR_PTR(ct_kernel_compile, (ct_device_cpu(), NULL, "f", NULL), "kernel_compile: NULL source");
+    ERR_PTR(ct_kernel_compile, (ct_device_cpu(), "x", NULL, NULL), "kernel_compile: NULL kernel name");
+    ERR_PTR(ct_kernel_compile, (BAD_DEV, "x", "f", NULL), "Device index");
+    PROP_STATUS(ct_kernel_launch, (NULL, 1, 0, NULL, 0), "kernel_launch: NULL kernel");
+    QUIET_VOID(ct_kernel_free, (NULL));
+    QUIET_VAL(ct_kernel_device, (NULL), r_.type == CT_DEVICE_CPU);
+    QUIET_VAL(ct_kernel_dialect_source, (), r_ != NULL && r_[0] != '\0');
+    PROP_STATUS(ct_tensor_native_buffer, (NT, &nb), "tensor_native_buffer: NULL tensor");
+    ERR_STATUS(ct_tensor_native_buffer, (F.t, NULL), "tensor_native_buffer: NULL output");
+    QUIET_VAL(ct_stream_native_handle, (NULL), r_ == NULL);
+    ERR_STATUS(ct_device_native_handles, (BAD_DEV, &nd), "Device index");
+    ERR_STATUS(ct_device_native_handles, (ct_device_cpu(), NULL), "device_native_handles: NULL output");
+    ERR_PTR(ct_function_apply, (NULL, &F.t, 1, NULL), "function_apply: NULL function");
+    ERR_STATUS(ct_ctx_save_for_backward, (NULL, F.t), "ctx_save_for_backward: NULL context");
+    ERR_PTR(ct_ctx_saved_tensor, (NULL, 0), "ctx_saved_tensor: NULL context");
+    QUIET_VAL(ct_ctx_needs_input_grad, (NULL, 0), !r_);
+    QUIET_VAL(ct_ctx_user, (NULL), r_ == NULL);
+}
+
 static void rows_runtime(void) {
+    rows_extension();
     rows_profiler();
     rows_distributed();
     rows_streams();

@@ -227,7 +227,8 @@ static void run_random(const bo_case *c, ct_dtype dt, int v, bo_rng *r, ct_devic
     COPY("to_f64", run_cast, CT_FLOAT64), COPY("to_f16", run_cast, CT_FLOAT16),                    \
     COPY("to_bf16", run_cast, CT_BFLOAT16), COPY("to_i32", run_cast, CT_INT32),                    \
     COPY("to_i64", run_cast, CT_INT64), COPY("to_u8", run_cast, CT_UINT8),                         \
-    COPY("to_bool", run_cast, CT_BOOL), COPY("copy_", run_copy, 0),                                \
+    COPY("to_bool", run_cast, CT_BOOL), COPY("to_i8", run_cast, CT_INT8),                          \
+    COPY("copy_", run_copy, 0),                                                                    \
     COPY("to_device", run_transfer, 0), COPY("copy_h2d_view", run_copy_across, 0),                 \
     COPY("copy_d2h_view", run_copy_across, 1), COPY("copy_d2d_view", run_copy_across, 2),          \
     COPY("from_host_view", run_copy_across, 3), COPY("zero_", run_copy_across, 4),                 \

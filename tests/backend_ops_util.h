@@ -83,8 +83,8 @@ static inline double bo_value(bo_rng *r, ct_dtype dt, bo_range flags) {
         case BO_POSITIVE: lo = 1; break;
         case BO_TAME: lo = dt == CT_UINT8 ? 0 : -2, hi = 3; break;
         case BO_WIDE:
-            lo = dt == CT_UINT8 ? 0 : dt == CT_INT32 ? -2000000000 : -4000000000000000000ll;
-            hi = dt == CT_UINT8 ? 256 : dt == CT_INT32 ? 2000000000 : 4000000000000000000ll;
+            lo = dt == CT_UINT8 ? 0 : dt == CT_INT8 ? -128 : dt == CT_INT32 ? -2000000000 : -4000000000000000000ll;
+            hi = dt == CT_UINT8 ? 256 : dt == CT_INT8 ? 128 : dt == CT_INT32 ? 2000000000 : 4000000000000000000ll;
             break;
         default: break;
         }
@@ -205,16 +205,17 @@ static inline ct_tensor *bo_indices(const int64_t *v, ct_shape s, ct_device dev)
 
 /* ---- dtypes ---------------------------------------------------------------------- */
 
-#define BO_NDTYPES 8
+#define BO_NDTYPES 9
 static const ct_dtype g_dtypes[BO_NDTYPES] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16,
-                                              CT_INT32,   CT_INT64,   CT_UINT8,   CT_BOOL};
-static const char *const g_dtype_short[BO_NDTYPES] = {"f32", "f64", "f16", "bf16",
-                                                      "i32", "i64", "u8",  "bool"};
+                                              CT_INT32,   CT_INT64,   CT_UINT8,   CT_BOOL,
+                                              CT_INT8};
+static const char *const g_dtype_short[BO_NDTYPES] = {"f32", "f64", "f16", "bf16", "i32",
+                                                      "i64", "u8",  "bool", "i8"};
 
 /* Sets of dtypes, one bit per ct_dtype value. */
 #define BO_DT(dt) (1u << (unsigned)(dt))
 #define BO_DT_FLOAT (BO_DT(CT_FLOAT32) | BO_DT(CT_FLOAT64) | BO_DT(CT_FLOAT16) | BO_DT(CT_BFLOAT16))
-#define BO_DT_NOBOOL (BO_DT_FLOAT | BO_DT(CT_INT32) | BO_DT(CT_INT64) | BO_DT(CT_UINT8))
+#define BO_DT_NOBOOL (BO_DT_FLOAT | BO_DT(CT_INT32) | BO_DT(CT_INT64) | BO_DT(CT_UINT8) | BO_DT(CT_INT8))
 #define BO_DT_ALL (BO_DT_NOBOOL | BO_DT(CT_BOOL))
 
 /* ---- cases ------------------------------------------------------------------------- */

@@ -379,8 +379,10 @@ static void test_oom_under_fraction(void) {
     CT_EXPECT_STR_EQ(ct_last_error(),
                      "OpenCL out of memory. Tried to allocate 18.00 MiB. Device 0 has a total capacity of 2.00 GiB "
                      "of which 1.50 GiB is free. Including memory not reserved by ctorch, 512.00 MiB of it is in "
-                     "use. 512.00 MiB allowed; Of the allocated memory 495.00 MiB is "
-                     "allocated by ctorch, and 17.00 MiB is reserved by ctorch but unallocated. If reserved but "
+                     "use; this process has 512.00 MiB memory in use. 512.00 MiB allowed; Of the allocated memory "
+                     "495.00 MiB is allocated by ctorch, and 17.00 MiB is reserved by ctorch but unallocated. "
+                     "Largest live blocks: 492.00 MiB; 3.00 MiB (ct_memory_record_history(true, 0) records the op, "
+                     "shape and range of each). If reserved but "
                      "unallocated memory is large, ct_empty_cache() gives it back to the device; otherwise release "
                      "tensors you no longer need, use a smaller batch, or raise the limit of "
                      "ct_set_per_process_memory_fraction().");
@@ -409,7 +411,9 @@ static void test_oom_under_fraction(void) {
     CT_EXPECT_INT_EQ(ct_alloc_cache_malloc(c, 1, &a, &r), CT_ERR_OOM);
     CT_EXPECT_ERROR(CT_ERR_OOM, "Tried to allocate 2.00 MiB. Device 0 has a total capacity of 2.00 GiB of which "
                                 "2.00 GiB is free. Including memory not reserved by ctorch, 0 bytes of it is in "
-                                "use. 0 bytes allowed; ");
+                                "use; this process has 0 bytes memory in use. 0 bytes allowed; Of the allocated memory "
+                                "0 bytes is allocated by ctorch, and 0 bytes is reserved by ctorch but unallocated. "
+                                "If reserved");
     finish_cache(c, &f);
 }
 
@@ -426,8 +430,10 @@ static void test_oom_device_full_and_recovery(void) {
     CT_EXPECT_STR_EQ(ct_last_error(),
                      "OpenCL out of memory. Tried to allocate 30.00 MiB. Device 0 has a total capacity of 64.00 MiB "
                      "of which 24.00 MiB is free. Including memory not reserved by ctorch, 40.00 MiB of it is in "
-                     "use. Of the allocated memory 40.00 MiB is allocated by ctorch, and "
-                     "0 bytes is reserved by ctorch but unallocated. If reserved but unallocated memory is large, "
+                     "use; this process has 40.00 MiB memory in use. Of the allocated memory 40.00 MiB is allocated "
+                     "by ctorch, and 0 bytes is reserved by ctorch but unallocated. Largest live blocks: 40.00 MiB "
+                     "(ct_memory_record_history(true, 0) records the op, shape and range of each). If reserved but "
+                     "unallocated memory is large, "
                      "ct_empty_cache() gives it back to the device; otherwise release tensors you no longer need, "
                      "use a smaller batch.");
     ct_clear_error();
@@ -473,8 +479,10 @@ static void test_oom_message_size_boundaries(void) {
     CT_EXPECT_STR_EQ(ct_last_error(),
                      "OpenCL out of memory. Tried to allocate 1024.00 MiB. Device 0 has a total capacity of "
                      "1024.00 MiB of which 1022.00 MiB is free. Including memory not reserved by ctorch, 2.00 MiB "
-                     "of it is in use. 1024.00 MiB allowed; Of the allocated memory "
-                     "1024 bytes is allocated by ctorch, and 2.00 MiB is reserved by ctorch but unallocated. If "
+                     "of it is in use; this process has 2.00 MiB memory in use. 1024.00 MiB allowed; Of the "
+                     "allocated memory 1024 bytes is allocated by ctorch, and 2.00 MiB is reserved by ctorch but "
+                     "unallocated. Largest live blocks: 1024 bytes (ct_memory_record_history(true, 0) records the "
+                     "op, shape and range of each). If "
                      "reserved but unallocated memory is large, ct_empty_cache() gives it back to the device; "
                      "otherwise release tensors you no longer need, use a smaller batch, or raise the limit of "
                      "ct_set_per_process_memory_fraction().");

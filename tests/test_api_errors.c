@@ -107,6 +107,7 @@ static const na_entry k_not_applicable[] = {
     {"ct_tensor_dict_new", "no arguments"},
     {"ct_dataloader_sample_key", "every (seed, epoch, index) has a key"},
     {"ct_dataloader_abandoned_workers", "no arguments"},
+    {"ct_quantized_engine", "no arguments"},
 };
 
 /* ---- the header side: every CT_API function ---------------------------------------- */

@@ -135,6 +135,44 @@ static void test_device_kernels_cuda(void) {
     if (ct_test_cuda_devices("profiler on CUDA")) expect_device_kernels("cuda:0");
 }
 
+/* profile_memory: a record gets the bytes allocated while it was open; a
+ * kernel also gets the outputs its op allocated just before dispatching
+ * it (its "Self Mem"), which leaves the enclosing range's self. */
+static void test_profile_memory(void) {
+    CT_SCOPE {
+        ct_tensor *a = ct_ones(CT_SHAPE(1000)); /* float32: the sum needs 4000 bytes */
+        CT_EXPECT(ct_profiler_start((ct_profiler_opts){0}) == CT_OK);
+        CT_RECORD_FUNCTION("allocates") { ct_add(a, a); }
+        CT_RECORD_FUNCTION("allocates_nothing") { ct_add_(a, a); }
+        CT_EXPECT(ct_profiler_stop() == CT_OK);
+    }
+    const char *t = table_text("name", 0);
+    CT_EXPECT_MSG(strstr(t, "Self Mem") && strstr(t, "3.91 Kb"), "%s", t);
+    char path[] = "/tmp/ct_trace_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return;
+    close(fd);
+    CT_EXPECT(ct_profiler_export_chrome_trace(path) == CT_OK);
+    if (system("command -v python3 > /dev/null 2>&1") != 0) {
+        ct_test_skip("profile_memory JSON check: no python3");
+    } else {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd,
+                 "python3 -c 'import json,sys\n"
+                 "evs = json.load(open(sys.argv[1]))[\"traceEvents\"]\n"
+                 "ev = {e[\"name\"]: e[\"args\"] for e in evs if e[\"cat\"] != \"kernel\"}\n"
+                 "ks = [e[\"args\"] for e in sorted(evs, key=lambda e: e[\"ts\"]) if e[\"cat\"] == \"kernel\"]\n"
+                 "assert ev[\"allocates\"][\"bytes_allocated\"] == 4000, ev\n"
+                 "assert ev[\"allocates\"][\"self_bytes_allocated\"] == 0, ev\n"
+                 "assert ks[0][\"self_bytes_allocated\"] == 4000, ks\n"
+                 "assert ev[\"allocates_nothing\"][\"bytes_allocated\"] == 0, ev\n"
+                 "assert ks[1][\"bytes_allocated\"] == 0, ks' %s",
+                 path);
+        CT_EXPECT_MSG(system(cmd) == 0, "the trace in %s failed the profile_memory checks", path);
+    }
+    remove(path);
+}
+
 static void test_errors(void) {
     ct_profiler_reset();
     CT_EXPECT_INT_EQ(ct_profiler_stop(), CT_ERR_STATE);
@@ -157,6 +195,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_chrome_trace);
     CT_RUN(test_device_kernels_opencl);
     CT_RUN(test_device_kernels_cuda);
+    CT_RUN(test_profile_memory);
     CT_RUN(test_errors);
     ct_profiler_reset();
     return ct_test_finish();

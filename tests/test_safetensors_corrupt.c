@@ -56,8 +56,8 @@ static const corrupt_case cases[] = {
     /* dtypes */
     {"{" ENTRY("w", "F128", "[2,3]", "0", "24") "}", 24, CT_ERR_FORMAT, "tensor 'w': unknown dtype 'F128'"},
     {"{" ENTRY("w", "f32", "[2,3]", "0", "24") "}", 24, CT_ERR_FORMAT, "tensor 'w': unknown dtype 'f32'"},
-    {"{" ENTRY("w", "I8", "[2,3]", "0", "6") "}", 6, CT_ERR_DTYPE,
-     "tensor 'w': dtype I8 is not supported by ctorch"},
+    {"{" ENTRY("w", "I16", "[2,3]", "0", "12") "}", 12, CT_ERR_DTYPE,
+     "tensor 'w': dtype I16 is not supported by ctorch"},
     {"{" ENTRY("w", "F4", "[4]", "0", "2") "}", 2, CT_ERR_DTYPE, "tensor 'w': dtype F4 is not supported"},
     {"{" ENTRY("w", "F4", "[3]", "0", "1") "}", 1, CT_ERR_FORMAT, "3 elements of F4 do not fill whole bytes"},
     {"{\"w\":{\"dtype\":32,\"shape\":[2,3],\"data_offsets\":[0,24]}}", 24, CT_ERR_FORMAT,

@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev zlib1g-dev
           openmpi-bin libopenmpi-dev
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev clinfo
-          dataset-fashion-mnist "$@")
+          dataset-fashion-mnist
+          python3-numpy "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -150,7 +150,7 @@ pack_openmpi() {
 
 python=${CT_TORCH_PYTHON:-python3}
 
-# pip's CUDA libraries (cuBLAS, cuDNN, NCCL) live in site-packages/nvidia/*/lib
+# pip's CUDA libraries (cuBLAS, cuDNN, NCCL, NVRTC) live in site-packages/nvidia/*/lib
 # (nvidia/cu13/lib for CUDA 13 wheels), in the system's, the user's or a
 # virtual environment's site-packages, whichever python has torch.
 pip_cuda_lib_dirs() {
@@ -160,7 +160,7 @@ import site, sys
 dirs = list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()] + sys.path
 print(" ".join(dict.fromkeys(d for d in dirs if d)))' 2>/dev/null); do
         [ -d "$sp/nvidia" ] || continue
-        find "$sp/nvidia" -name 'lib*.so*' \( -name 'libcublas*' -o -name 'libcudnn*' -o -name 'libnccl*' \) \
+        find "$sp/nvidia" -name 'lib*.so*' \( -name 'libcublas*' -o -name 'libcudnn*' -o -name 'libnccl*' -o -name 'libnvrtc*' \) \
             -printf '%h\n' 2>/dev/null
     done | sort -u | tr '\n' ':'
 }

@@ -90,6 +90,32 @@ CT_API ct_status ct_gradcheck_opts_run(ct_gradcheck_fn fn, ct_tensor *const *inp
 #define ct_gradcheck(fn, inputs, n, user, ok, ...) \
     ct_gradcheck_opts_run((fn), (inputs), (n), (user), (ct_gradcheck_opts){.reserved_ = 0, __VA_ARGS__}, (ok))
 
+/* ---- custom differentiable functions (torch.autograd.Function) ----
+ * A function with its own forward and backward, typically around your own
+ * kernels (ctorch/extension.h). forward runs with grad mode off and returns
+ * a new tensor; it may keep up to 4 tensors for backward with
+ * ct_ctx_save_for_backward (inputs or its output). backward runs with grad
+ * mode off, receives the gradient of the output and stores in
+ * grad_inputs[i] a new reference to the gradient of input i (the input's
+ * shape; NULL when input i needs none, see ct_ctx_needs_input_grad).
+ * ct_function_apply takes 1 to 8 inputs; `user` reaches both callbacks
+ * (ct_ctx_user) and must stay valid until the graph is freed, as must fn
+ * and its name (the output's grad_fn name). */
+typedef struct ct_function_ctx ct_function_ctx;
+typedef struct ct_function {
+    const char *name;
+    ct_tensor *(*forward)(ct_function_ctx *ctx, ct_tensor *const *inputs, int n);
+    ct_status (*backward)(ct_function_ctx *ctx, const ct_tensor *grad_output, ct_tensor **grad_inputs);
+} ct_function;
+
+CT_API ct_tensor *ct_function_apply(const ct_function *fn, ct_tensor *const *inputs, int n, void *user);
+CT_API ct_status ct_ctx_save_for_backward(ct_function_ctx *ctx, const ct_tensor *t);
+/* Saved tensor i (in saving order), or NULL with PyTorch's errors when it
+ * was freed by an earlier backward or modified in place since. */
+CT_API const ct_tensor *ct_ctx_saved_tensor(ct_function_ctx *ctx, int i);
+CT_API bool ct_ctx_needs_input_grad(const ct_function_ctx *ctx, int i);
+CT_API void *ct_ctx_user(const ct_function_ctx *ctx);
+
 #ifdef __cplusplus
 }
 #endif

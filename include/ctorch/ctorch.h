@@ -15,6 +15,7 @@
 #include "memory.h"
 #include "autograd.h"
 #include "nn.h"
+#include "prune.h"
 #include "functional.h"
 #include "optim.h"
 #include "io.h"
@@ -24,5 +25,7 @@
 #include "amp.h"
 #include "distributed.h"
 #include "profiler.h"
+#include "extension.h"
+#include "quantization.h"
 
 #endif /* CTORCH_CTORCH_H */

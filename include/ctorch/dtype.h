@@ -29,10 +29,11 @@ typedef enum ct_dtype {
     CT_INT32 = 5,
     CT_INT64 = 6,
     CT_UINT8 = 7,
-    CT_BOOL = 8
+    CT_BOOL = 8,
+    CT_INT8 = 9 /* torch.int8 (signed char); appended so stored values keep meaning */
 } ct_dtype;
 
-#define CT_NUM_DTYPES 9
+#define CT_NUM_DTYPES 10
 
 CT_API size_t ct_dtype_size(ct_dtype dt);              /* bytes per element, 0 if invalid */
 CT_API const char *ct_dtype_name(ct_dtype dt);         /* "float32", "int64", …            */
@@ -40,7 +41,9 @@ CT_API bool ct_dtype_is_floating(ct_dtype dt);         /* float16/bfloat16/float
 CT_API bool ct_dtype_is_integral(ct_dtype dt, bool include_bool);
 CT_API bool ct_dtype_is_valid(ct_dtype dt);            /* a concrete dtype (not DEFAULT)   */
 
-/* torch.promote_types: the smallest dtype both convert to without losing kind. */
+/* torch.promote_types: the smallest dtype both convert to without losing kind.
+ * One deviation: int8 with uint8 gives int32 (PyTorch: int16, which ctorch
+ * lacks; int32 is the smallest type here that holds both ranges). */
 CT_API ct_dtype ct_promote_types(ct_dtype a, ct_dtype b);
 
 /* Default floating dtype used by creation functions (float32 at start). Only

@@ -87,10 +87,22 @@ typedef enum ct_block_state {
     CT_BLOCK_ACTIVE_ALLOCATED = 1,  /* in use by a tensor                        */
     CT_BLOCK_ACTIVE_PENDING_FREE = 2 /* freed, waiting for other streams' work   */
 } ct_block_state;
+/* What made a block: recorded while ct_memory_record_history is on. */
+typedef struct ct_alloc_context {
+    char op[32];                    /* the kernel that first wrote it, e.g. "matmul" ("" unknown) */
+    char range[96];                 /* CT_RECORD_FUNCTION ranges open at allocation, outermost first, " > " between */
+    int ndim;                       /* -1: not made by a tensor constructor (shape, dtype unknown) */
+    int64_t shape[CT_MAX_DIMS];
+    ct_dtype dtype;
+    int64_t time_us;                /* when, since history was switched on */
+    int thread;                     /* small id of the allocating thread */
+} ct_alloc_context;
 typedef struct ct_block_info {
     uint64_t address;               /* offset-based id: segment address + offset */
     size_t size, requested_size;
     ct_block_state state;
+    bool has_context;               /* allocated while history was recorded */
+    ct_alloc_context context;
 } ct_block_info;
 typedef struct ct_segment_info {
     ct_device device;
@@ -104,6 +116,21 @@ typedef struct ct_segment_info {
 /* Allocates *segments (free with ct_memory_snapshot_free). */
 CT_API ct_status ct_memory_snapshot(ct_device dev, ct_segment_info **segments, int *count);
 CT_API void ct_memory_snapshot_free(ct_segment_info *segments, int count);
+
+/* torch.cuda.memory._record_memory_history(enabled, max_entries): while on,
+ * every device block allocated records its context (ct_alloc_context: the
+ * kernel, the open ranges, the tensor's shape and dtype) and the alloc, free
+ * and out-of-memory events go to a history that keeps the last max_entries
+ * (0: 10000; negative: CT_ERR_INVALID_ARG). Switching on again starts a new
+ * history; switching off keeps what was recorded for snapshots. The contexts
+ * also name the largest live tensors in out-of-memory messages. Applies to
+ * devices with the caching allocator (cuda, opencl); the CPU's buffers are
+ * not recorded. */
+CT_API ct_status ct_memory_record_history(bool enabled, int64_t max_entries);
+/* torch.cuda.memory._dump_snapshot(path): the device's segments and blocks
+ * (with their contexts) and its event history as JSON, replacing path
+ * atomically. The CPU has no segments: CT_ERR_DEVICE. */
+CT_API ct_status ct_memory_dump_snapshot(ct_device dev, const char *path);
 
 /* ---- pinned (page-locked) host memory ---------------------------------- */
 /* Tensor.pin_memory(): t itself (new reference) if already pinned, else a

@@ -24,6 +24,7 @@
 #include "alloc_cache.h"
 #include "alloc_common.h"
 #include "error.h"
+#include "mem_history.h"
 
 #define MIN_BLOCK_SIZE ((size_t)512)           /* kMinBlockSize  */
 #define SMALL_SIZE ((size_t)1 << 20)           /* kSmallSize     */
@@ -47,6 +48,7 @@ struct block {
     bool allocated;
     int event_count;        /* end-of-life events still outstanding */
     ct_ptr_set stream_uses; /* other streams recorded while allocated */
+    cti_mem_record *hist;   /* its context, when allocated with history on */
 };
 
 struct segment {
@@ -534,6 +536,7 @@ void ct_alloc_cache_destroy(ct_alloc_cache *c) {
         c->ops.raw_free(c->ops.ctx, seg->handle);
         for (block *b = seg->head; b;) {
             block *next = b->next;
+            cti_mem_history_free(b->hist, c->dev, 0, 0, NULL, false);
             ct_ptr_set_clear(&b->stream_uses);
             free(b);
             b = next;
@@ -562,10 +565,45 @@ static segment_result find_block(ct_alloc_cache *c, size_t size, size_t alloc_si
     return alloc_segment(c, large, stream, alloc_size, true, out, err);
 }
 
+#define OOM_LIST 5
+
+/* The OOM_LIST largest allocated blocks, largest first; returns how many. */
+static int largest_live_blocks(ct_alloc_cache *c, const block **top) {
+    int n = 0;
+    for (const segment *seg = c->segments; seg; seg = seg->next_seg)
+        for (const block *b = seg->head; b; b = b->next) {
+            if (!b->allocated || (n == OOM_LIST && b->size <= top[n - 1]->size)) continue;
+            int i = n < OOM_LIST ? n++ : n - 1;
+            for (; i > 0 && top[i - 1]->size < b->size; i--) top[i] = top[i - 1];
+            top[i] = b;
+        }
+    return n;
+}
+
+/* "Largest live tensors: A; B; ... " ("blocks" without history; bounded: OOM_LIST entries of at
+ * most ~200 characters), or "" when nothing is allocated. */
+static void format_live_tensors(ct_alloc_cache *c, char *buf, size_t size) {
+    const block *top[OOM_LIST];
+    int n = largest_live_blocks(c, top);
+    size_t used = 0;
+    buf[0] = '\0';
+    bool any_context = false;
+    for (int i = 0; i < n; i++) any_context = any_context || top[i]->hist;
+    for (int i = 0; i < n && used + 1 < size; i++) {
+        char one[200];
+        cti_mem_history_describe(top[i]->hist, top[i]->size, one, sizeof one);
+        int w = snprintf(buf + used, size - used, "%s%s", i ? "; " : any_context ? "Largest live tensors: " : "Largest live blocks: ", one);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (n && used + 1 < size)
+        snprintf(buf + used, size - used, "%s",
+                 any_context ? ". " : " (ct_memory_record_history(true, 0) records the op, shape and range of each). ");
+}
+
 static void format_oom_message(ct_alloc_cache *c, size_t alloc_size, char *msg, size_t size) {
     size_t device_free = 0, device_total = 0;
     if (c->ops.mem_get_info(c->ops.ctx, &device_free, &device_total) != CT_OK) device_free = device_total = 0;
-    char tried[32], total[32], freeb[32], allowed[48] = "", allocated[32], unallocated[32], in_use[32];
+    char tried[32], total[32], freeb[32], allowed[48] = "", allocated[32], unallocated[32], in_use[32], mine[32];
     ct_format_size(alloc_size, tried, sizeof tried);
     ct_format_size(device_total, total, sizeof total);
     ct_format_size(device_free, freeb, sizeof freeb);
@@ -577,18 +615,22 @@ static void format_oom_message(ct_alloc_cache *c, size_t alloc_size, char *msg, 
     int64_t reserved_bytes = c->stats.reserved_bytes[CT_POOL_ALL].current;
     ct_format_size((uint64_t)allocated_bytes, allocated, sizeof allocated);
     ct_format_size((uint64_t)(reserved_bytes - allocated_bytes), unallocated, sizeof unallocated);
+    ct_format_size((uint64_t)reserved_bytes, mine, sizeof mine);
     /* PyTorch's "Including non-PyTorch memory, this process has X in use"
      * needs NVML's per-process figure; the device's own count (total -
-     * free) is what every backend can give, so the message says that. */
+     * free) is what every backend can give, and this process's memory is
+     * what ctorch reserved. */
     ct_format_size(device_total - device_free, in_use, sizeof in_use);
+    char live[OOM_LIST * 200 + 128];
+    format_live_tensors(c, live, sizeof live);
     snprintf(msg, size,
              "%s out of memory. Tried to allocate %s. Device %d has a total capacity of %s of which %s is free. "
-             "Including memory not reserved by ctorch, %s of it is in use. "
+             "Including memory not reserved by ctorch, %s of it is in use; this process has %s memory in use. "
              "%sOf the allocated memory %s is allocated by ctorch, and %s is reserved by ctorch but unallocated. "
-             "If reserved but unallocated memory is large, ct_empty_cache() gives it back to the device; otherwise "
+             "%sIf reserved but unallocated memory is large, ct_empty_cache() gives it back to the device; otherwise "
              "release tensors you no longer need, use a smaller batch%s.",
-             c->ops.device_title, tried, c->dev.index, total, freeb, in_use, allowed, allocated, unallocated,
-             c->fraction_set ? ", or raise the limit of ct_set_per_process_memory_fraction()" : "");
+             c->ops.device_title, tried, c->dev.index, total, freeb, in_use, mine, allowed, allocated, unallocated,
+             live, c->fraction_set ? ", or raise the limit of ct_set_per_process_memory_fraction()" : "");
 }
 
 ct_status ct_alloc_cache_malloc(ct_alloc_cache *c, size_t nbytes, void *stream, ct_alloc_block_ref *out) {
@@ -605,6 +647,9 @@ ct_status ct_alloc_cache_malloc(ct_alloc_cache *c, size_t nbytes, void *stream, 
     segment_result r = find_block(c, size, alloc_size, stream, &b, &err);
     if (r == SEGMENT_OK) {
         b = hand_out(c, b, size, nbytes);
+        if (cti_mem_history_on())
+            b->hist = cti_mem_history_alloc(c->dev, (uint64_t)(uintptr_t)b->seg->handle + b->offset, b->size, nbytes,
+                                            stream);
         out->segment = b->seg->handle;
         out->offset = b->offset;
         out->size = b->size;
@@ -616,8 +661,9 @@ ct_status ct_alloc_cache_malloc(ct_alloc_cache *c, size_t nbytes, void *stream, 
         pthread_mutex_unlock(&c->lock);
         return err;
     }
-    char msg[1024];
+    char msg[2048];
     c->stats.num_ooms++;
+    if (cti_mem_history_on()) cti_mem_history_oom(c->dev, alloc_size, stream);
     format_oom_message(c, alloc_size, msg, sizeof msg);
     pthread_mutex_unlock(&c->lock);
     return ct_error_set(CT_ERR_OOM, "%s", msg);
@@ -634,6 +680,10 @@ void ct_alloc_cache_free(ct_alloc_cache *c, void *blk) {
     }
     int pool = pool_of(b);
     b->allocated = false;
+    if (b->hist) {
+        cti_mem_history_free(b->hist, c->dev, (uint64_t)(uintptr_t)b->seg->handle + b->offset, b->size, b->stream, true);
+        b->hist = NULL;
+    }
     ct_stat_array_decrease(c->stats.allocation, pool, 1);
     ct_stat_array_decrease(c->stats.allocated_bytes, pool, (int64_t)b->size);
     if (b->stream_uses.count > 0)
@@ -727,6 +777,7 @@ static bool describe_segment(ct_alloc_cache *c, const segment *seg, ct_segment_i
         bi->size = b->size;
         bi->requested_size = b->requested;
         bi->state = state_of(b);
+        bi->has_context = cti_mem_history_context(b->hist, &bi->context);
         info->total_size += b->size;
         if (bi->state == CT_BLOCK_ACTIVE_ALLOCATED) info->allocated_size += b->size;
         if (bi->state != CT_BLOCK_INACTIVE) {

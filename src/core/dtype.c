@@ -18,7 +18,7 @@ size_t ct_dtype_size(ct_dtype dt) {
     case CT_FLOAT32: case CT_INT32: return 4;
     case CT_FLOAT64: case CT_INT64: return 8;
     case CT_FLOAT16: case CT_BFLOAT16: return 2;
-    case CT_UINT8: case CT_BOOL: return 1;
+    case CT_UINT8: case CT_BOOL: case CT_INT8: return 1;
     default: return 0;
     }
 }
@@ -34,18 +34,20 @@ const char *ct_dtype_name(ct_dtype dt) {
     case CT_INT64: return "int64";
     case CT_UINT8: return "uint8";
     case CT_BOOL: return "bool";
+    case CT_INT8: return "int8";
     }
     return "invalid";
 }
 
-bool ct_dtype_is_valid(ct_dtype dt) { return dt >= CT_FLOAT32 && dt <= CT_BOOL; }
+bool ct_dtype_is_valid(ct_dtype dt) { return dt >= CT_FLOAT32 && dt <= CT_INT8; }
 
 bool ct_dtype_is_floating(ct_dtype dt) {
     return dt == CT_FLOAT32 || dt == CT_FLOAT64 || dt == CT_FLOAT16 || dt == CT_BFLOAT16;
 }
 
 bool ct_dtype_is_integral(ct_dtype dt, bool include_bool) {
-    return dt == CT_INT32 || dt == CT_INT64 || dt == CT_UINT8 || (include_bool && dt == CT_BOOL);
+    return dt == CT_INT32 || dt == CT_INT64 || dt == CT_UINT8 || dt == CT_INT8 ||
+           (include_bool && dt == CT_BOOL);
 }
 
 /* Category for promotion: 0 bool, 1 integer, 2 floating. */
@@ -58,7 +60,7 @@ static int category(ct_dtype dt) {
 static int int_rank(ct_dtype dt) {
     switch (dt) {
     case CT_BOOL: return 0;
-    case CT_UINT8: return 1;
+    case CT_UINT8: case CT_INT8: return 1;
     case CT_INT32: return 2;
     case CT_INT64: return 3;
     default: return -1;
@@ -80,6 +82,9 @@ ct_dtype ct_promote_types(ct_dtype a, ct_dtype b) {
         /* float16 with bfloat16 (either with float32) meets in float32 */
         return CT_FLOAT32;
     }
+    /* int8 with uint8: PyTorch gives int16; int32 is the nearest type here
+     * that holds both ranges (documented in dtype.h) */
+    if (int_rank(a) == int_rank(b)) return CT_INT32;
     return int_rank(a) > int_rank(b) ? a : b;
 }
 
@@ -111,6 +116,7 @@ const char *cti_scalar_type_name(ct_dtype dt) {
     case CT_INT32: return "Int";
     case CT_INT64: return "Long";
     case CT_UINT8: return "Byte";
+    case CT_INT8: return "Char";
     case CT_BOOL: return "Bool";
     default: return ct_dtype_name(dt);
     }

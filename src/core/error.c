@@ -12,7 +12,7 @@
 
 #include "error.h"
 
-#define CT_ERROR_MAX 1024
+#define CT_ERROR_MAX 2048 /* room for an out-of-memory message with its largest live tensors */
 
 static _Thread_local ct_status tl_status = CT_OK;
 static _Thread_local char tl_message[CT_ERROR_MAX];

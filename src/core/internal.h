@@ -109,6 +109,8 @@ static inline const ct_backend *cti_backend(const ct_tensor *t) { return t->stor
  * backend call, end with its status (returned). Cheap while it is off. */
 void cti_prof_begin(const char *op, const ct_tensor *t);
 ct_status cti_prof_end(ct_status st);
+/* The allocator made nbytes on dev for this thread (profile_memory). */
+void cti_prof_memory(ct_device dev, size_t nbytes);
 #define CTI_PROFILED(t, opname, call) (cti_prof_begin((opname), (t)), cti_prof_end(call))
 
 /* Backend table entries may be NULL (not implemented yet on that backend). */

@@ -124,11 +124,13 @@ ct_storage *ct_storage_new(ct_device dev, size_t nbytes) {
     if (!s) return NULL;
     ct_alloc_cache *cache = device_cache(dev);
     ct_status st;
+    size_t got = nbytes; /* a cached block's rounded size */
     if (cache && nbytes > 0) {
         ct_alloc_block_ref ref;
         s->stream = cti_current_stream(dev);
         st = s->stream ? ct_alloc_cache_malloc(cache, nbytes, s->stream, &ref) : ct_last_status();
         if (st == CT_OK) s->data = ref.segment, s->byte_offset = ref.offset, s->block = ref.block, s->cache = cache;
+        got = st == CT_OK ? ref.size : 0;
     } else if (cache) {
         st = CT_OK; /* empty device storage: no memory, like PyTorch's nullptr */
     } else {
@@ -138,6 +140,20 @@ ct_storage *ct_storage_new(ct_device dev, size_t nbytes) {
         free(s);
         return NULL;
     }
+    cti_prof_memory(dev, got); /* the profiler's profile_memory: one atomic load while off */
+    atomic_fetch_add(&g_live_storages, 1);
+    return s;
+}
+
+ct_storage *ct_storage_new_external(ct_device dev, void *data, size_t nbytes, void (*release)(void *ctx),
+                                    void *ctx) {
+    const ct_backend *b = ct_backend_for(dev.type);
+    CT_ASSERT(b != NULL && dev.index >= 0 && release != NULL);
+    ct_storage *s = storage_header(dev, b, nbytes);
+    if (!s) return NULL;
+    s->data = data;
+    s->external_free = release;
+    s->external_ctx = ctx;
     atomic_fetch_add(&g_live_storages, 1);
     return s;
 }
@@ -151,7 +167,9 @@ void ct_storage_release(ct_storage *s) {
     int old = atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel);
     CT_ASSERT(old > 0);
     if (old != 1) return;
-    if (s->block)
+    if (s->external_free)
+        s->external_free(s->external_ctx);
+    else if (s->block)
         ct_alloc_cache_free(s->cache, s->block);
     else if (s->pinned)
         ct_host_cache_free(pinned_cache(false), s->data);

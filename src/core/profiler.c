@@ -24,6 +24,7 @@
 #include "ctorch/stream.h"
 #include "error.h"
 #include "internal.h"
+#include "mem_history.h"
 #include "tensor_impl.h"
 
 #define NAME_CAP 64
@@ -40,6 +41,11 @@ typedef struct prof_event {
      * stream, turned into device_ms when the run stops (-1: none) */
     ct_event *ev_start, *ev_end;
     double device_ms;
+    /* bytes allocated while open (on the kernel's device; a range counts
+     * every device), and those not inside a nested record: profile_memory */
+    int64_t bytes, self_bytes;
+    ct_device dev;
+    bool has_dev;
 } prof_event;
 
 static atomic_bool g_on;
@@ -58,6 +64,19 @@ static range_pop_fn g_range_pop;
 
 static _Thread_local prof_event tl_open[DEPTH_CAP];
 static _Thread_local int tl_depth, tl_tid;
+/* bytes allocated on this thread outside any kernel record since the last
+ * kernel or range boundary: an op allocates its outputs just before it
+ * dispatches, so they belong to the next kernel */
+static _Thread_local int64_t tl_pending;
+static _Thread_local int tl_pending_run; /* the run tl_pending belongs to */
+static atomic_int g_run;
+
+/* This thread's pending bytes, dropped when they are from an earlier run. */
+static int64_t *pending(void) {
+    const int run = atomic_load_explicit(&g_run, memory_order_relaxed);
+    if (tl_pending_run != run) tl_pending = 0, tl_pending_run = run;
+    return &tl_pending;
+}
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -92,7 +111,14 @@ static void open_record(const char *name, const ct_tensor *t, bool kernel) {
     snprintf(e->name, sizeof e->name, "%s", name ? name : "(unnamed)");
     e->kernel = kernel, e->tid = thread_id();
     e->device_ms = -1;
+    int64_t *outputs = pending();
+    if (kernel) { /* take the outputs allocated for it from the enclosing record's self */
+        e->bytes = e->self_bytes = *outputs;
+        if (tl_depth >= 2) tl_open[tl_depth - 2].self_bytes -= *outputs;
+    }
+    *outputs = 0;
     if (t) {
+        e->dev = t->storage->device, e->has_dev = true;
         ct_device_format(t->storage->device, e->device, sizeof e->device);
         if (g_shapes) ct_shape_str(t->shape, t->ndim, e->shape, sizeof e->shape);
         if (kernel && t->storage->device.type != CT_DEVICE_CPU) timing_event(&e->ev_start, t->storage->device);
@@ -106,6 +132,7 @@ static void close_record(bool ok) {
     if (tl_depth <= 0) return;
     if (--tl_depth >= DEPTH_CAP) return;
     prof_event e = tl_open[tl_depth];
+    if (!e.kernel) tl_pending = 0;
     e.dur_ns = now_ns() - e.start_ns;
     if (e.ev_start && ok) {
         ct_device dev;
@@ -131,6 +158,19 @@ static void close_record(bool ok) {
 /* acquire: a thread that sees the run started also sees its settings */
 void cti_prof_begin(const char *op, const ct_tensor *t) {
     if (atomic_load_explicit(&g_on, memory_order_acquire)) open_record(op, t, true);
+    if (cti_mem_history_on()) cti_mem_history_op(op);
+}
+
+void cti_prof_memory(ct_device dev, size_t nbytes) {
+    if (!atomic_load_explicit(&g_on, memory_order_relaxed)) return;
+    const int depth = tl_depth < DEPTH_CAP ? tl_depth : DEPTH_CAP;
+    for (int i = depth - 1; i >= 0; i--) {
+        prof_event *e = &tl_open[i];
+        if (e->has_dev && !ct_device_equal(e->dev, dev)) continue;
+        e->bytes += (int64_t)nbytes;
+        if (i == tl_depth - 1) e->self_bytes += (int64_t)nbytes;
+    }
+    if (tl_depth == 0 || (tl_depth <= DEPTH_CAP && !tl_open[tl_depth - 1].kernel)) *pending() += (int64_t)nbytes;
 }
 
 ct_status cti_prof_end(ct_status st) {
@@ -141,12 +181,14 @@ ct_status cti_prof_end(ct_status st) {
 }
 
 void ct_record_function_push(const char *name) {
+    if (cti_mem_history_on()) cti_mem_history_range_push(name);
     if (!atomic_load_explicit(&g_on, memory_order_acquire)) return;
     open_record(name, NULL, false);
     if (g_range_push) g_range_push(name ? name : "(unnamed)");
 }
 
 void ct_record_function_pop(void) {
+    if (cti_mem_range_depth > 0) cti_mem_history_range_pop();
     if (tl_depth > 0 && (tl_depth > DEPTH_CAP || !tl_open[tl_depth - 1].kernel)) {
         close_record(true);
         if (g_range_pop) g_range_pop();
@@ -194,6 +236,7 @@ ct_status ct_profiler_start(ct_profiler_opts opts) {
     g_origin_ns = now_ns();
     find_range_markers();
     tl_depth = 0;
+    atomic_fetch_add(&g_run, 1);
     atomic_store(&g_on, true);
     return CT_OK;
 }
@@ -235,8 +278,10 @@ static void write_event(FILE *f, const prof_event *e, bool first) {
     fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {",
             e->kernel ? "kernel" : "user_annotation", e->tid, (double)(e->start_ns - g_origin_ns) / 1e3,
             (double)e->dur_ns / 1e3);
-    if (e->device[0]) fprintf(f, "\"device\": \"%s\"", e->device);
-    if (e->shape[0]) fprintf(f, "%s\"input_shape\": \"%s\"", e->device[0] ? ", " : "", e->shape);
+    fprintf(f, "\"bytes_allocated\": %lld, \"self_bytes_allocated\": %lld", (long long)e->bytes,
+            (long long)e->self_bytes);
+    if (e->device[0]) fprintf(f, ", \"device\": \"%s\"", e->device);
+    if (e->shape[0]) fprintf(f, ", \"input_shape\": \"%s\"", e->shape);
     if (e->device_ms >= 0) fprintf(f, ", \"device_time_us\": %.3f", e->device_ms * 1e3);
     fputs("}}", f);
 }
@@ -265,7 +310,7 @@ ct_status ct_profiler_export_chrome_trace(const char *path) {
 
 typedef struct prof_row {
     char name[NAME_CAP];
-    int64_t calls, total_ns;
+    int64_t calls, total_ns, bytes, self_bytes;
     double device_ms; /* < 0: no device time */
     bool kernel;
 } prof_row;
@@ -292,9 +337,19 @@ static int64_t aggregate(prof_row *rows, int64_t *kernel_ns) {
         while (k < n && (rows[k].kernel != e->kernel || strcmp(rows[k].name, e->name))) k++;
         if (k == n) memcpy(rows[n].name, e->name, NAME_CAP), rows[n].kernel = e->kernel, rows[n].device_ms = -1, n++;
         rows[k].calls++, rows[k].total_ns += e->dur_ns;
+        rows[k].bytes += e->bytes, rows[k].self_bytes += e->self_bytes;
         if (e->device_ms >= 0) rows[k].device_ms = (rows[k].device_ms < 0 ? 0 : rows[k].device_ms) + e->device_ms;
     }
     return n;
+}
+
+/* PyTorch's _format_memory: "%.2f Gb" / "Mb" / "Kb", else "%d b". */
+static void format_memory(int64_t n, char *buf, size_t size) {
+    const double kb = 1024.0, v = (double)n;
+    if (v >= kb * kb * kb || -v >= kb * kb * kb) snprintf(buf, size, "%.2f Gb", v / (kb * kb * kb));
+    else if (v >= kb * kb || -v >= kb * kb) snprintf(buf, size, "%.2f Mb", v / (kb * kb));
+    else if (v >= kb || -v >= kb) snprintf(buf, size, "%.2f Kb", v / kb);
+    else snprintf(buf, size, "%lld b", (long long)n);
 }
 
 ct_status ct_profiler_print_table(FILE *out, const char *sort_by, int row_limit) {
@@ -311,15 +366,18 @@ ct_status ct_profiler_print_table(FILE *out, const char *sort_by, int row_limit)
     CT_CHECK_STATUS(rows != NULL, CT_ERR_OOM, "key_averages().table: out of memory");
     g_sort = sort;
     qsort(rows, (size_t)n, sizeof *rows, row_order);
-    fprintf(out, "%-40s %8s %14s %12s %9s %17s\n", "Name", "Calls", "CPU total(ms)", "CPU avg(us)", "% kernel",
-            "Device total(ms)");
+    fprintf(out, "%-40s %8s %14s %12s %9s %17s %12s %12s\n", "Name", "Calls", "CPU total(ms)", "CPU avg(us)",
+            "% kernel", "Device total(ms)", "Mem", "Self Mem");
     for (int64_t i = 0; i < n && (row_limit <= 0 || i < row_limit); i++) {
         const prof_row *r = &rows[i];
         char share[16] = "-", dev[24] = "-";
         if (r->kernel && kernel_ns > 0) snprintf(share, sizeof share, "%.1f%%", 100.0 * (double)r->total_ns / (double)kernel_ns);
         if (r->device_ms >= 0) snprintf(dev, sizeof dev, "%.3f", r->device_ms);
-        fprintf(out, "%-40.40s %8lld %14.3f %12.2f %9s %17s\n", r->name, (long long)r->calls, (double)r->total_ns / 1e6,
-                (double)r->total_ns / 1e3 / (double)r->calls, share, dev);
+        char mem[24], self[24];
+        format_memory(r->bytes, mem, sizeof mem);
+        format_memory(r->self_bytes, self, sizeof self);
+        fprintf(out, "%-40.40s %8lld %14.3f %12.2f %9s %17s %12s %12s\n", r->name, (long long)r->calls,
+                (double)r->total_ns / 1e6, (double)r->total_ns / 1e3 / (double)r->calls, share, dev, mem, self);
     }
     fprintf(out, "Kernel time total: %.3f ms (%lld kinds of events)\n", (double)kernel_ns / 1e6, (long long)n);
     free(rows);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "mem_history.h"
 
 static atomic_llong g_live_tensors;
 
@@ -41,7 +42,10 @@ ct_tensor *ct_tensor_alloc(const int64_t *shape, int ndim, ct_dtype dt, ct_devic
                   ct_shape_str(shape, ndim, sbuf, sizeof sbuf));
     ct_device d;
     if (ct_device_check(dev, &d) != CT_OK) return NULL;
+    const bool history = cti_mem_history_on(); /* the allocator records shape and dtype */
+    if (history) cti_mem_history_tensor(shape, ndim, dt);
     ct_storage *s = ct_storage_new(d, (size_t)numel * ct_dtype_size(dt));
+    if (history) cti_mem_history_tensor_done();
     return s ? ct_tensor_on_storage(s, shape, ndim, dt) : NULL;
 }
 

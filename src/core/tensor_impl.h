@@ -41,6 +41,10 @@ typedef struct ct_storage {
      * recorded by autograd would have to rebase the other views' history
      * (PyTorch's CopySlices), which ctorch does not do, so it refuses. */
     atomic_bool autograd_view;
+    /* Memory owned by someone else (ct_from_dlpack): the last release calls
+     * external_free(external_ctx) and never the allocator. */
+    void (*external_free)(void *ctx);
+    void *external_ctx;
 } ct_storage;
 
 struct ct_tensor {
@@ -85,6 +89,11 @@ static inline unsigned ct_tensor_version(const ct_tensor *t) {
 ct_storage *ct_storage_new(ct_device dev, size_t nbytes);   /* dev resolved */
 /* A CPU storage in page-locked memory (needs a backend with host_alloc). */
 ct_storage *ct_storage_new_pinned(size_t nbytes);
+/* A storage over memory someone else owns (data: a host pointer or the
+ * device's buffer handle, nbytes from it); the last release calls
+ * release(ctx). On failure release is not called. */
+ct_storage *ct_storage_new_external(ct_device dev, void *data, size_t nbytes, void (*release)(void *ctx),
+                                    void *ctx);
 void ct_storage_retain(ct_storage *s);
 void ct_storage_release(ct_storage *s);
 

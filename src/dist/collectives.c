@@ -78,6 +78,7 @@ static MPI_Datatype mpi_type(ct_dtype dt) {
     case CT_FLOAT64: return MPI_DOUBLE;
     case CT_INT32: return MPI_INT32_T;
     case CT_INT64: return MPI_INT64_T;
+    case CT_INT8: return MPI_INT8_T;
     case CT_UINT8:
     case CT_BOOL: return MPI_UINT8_T;
     default: return MPI_DATATYPE_NULL;
@@ -145,6 +146,7 @@ static void divide_by_world(ct_tensor *host) {
     case CT_INT32: for (int64_t i = 0; i < n; i++) ((int32_t *)p)[i] /= (int32_t)w; break;
     case CT_INT64: for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] /= w; break;
     case CT_UINT8: for (int64_t i = 0; i < n; i++) ((uint8_t *)p)[i] /= (uint8_t)w; break;
+    case CT_INT8: for (int64_t i = 0; i < n; i++) ((int8_t *)p)[i] = (int8_t)(((int8_t *)p)[i] / w); break;
     default: break; /* bool: the logical or is its own average */
     }
 }

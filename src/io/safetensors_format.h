@@ -28,7 +28,7 @@ typedef struct st_dtype_info {
 static const st_dtype_info st_dtypes[] = {
     {"BOOL", 8, 0, CT_BOOL},         {"F4", 4, 1, CT_DTYPE_DEFAULT},
     {"F6_E2M3", 6, 2, CT_DTYPE_DEFAULT}, {"F6_E3M2", 6, 3, CT_DTYPE_DEFAULT},
-    {"U8", 8, 4, CT_UINT8},          {"I8", 8, 5, CT_DTYPE_DEFAULT},
+    {"U8", 8, 4, CT_UINT8},          {"I8", 8, 5, CT_INT8},
     {"F8_E5M2", 8, 6, CT_DTYPE_DEFAULT}, {"F8_E4M3", 8, 7, CT_DTYPE_DEFAULT},
     {"F8_E8M0", 8, 8, CT_DTYPE_DEFAULT}, {"F8_E4M3FNUZ", 8, 8, CT_DTYPE_DEFAULT},
     {"F8_E5M2FNUZ", 8, 8, CT_DTYPE_DEFAULT}, {"I16", 16, 9, CT_DTYPE_DEFAULT},

@@ -408,7 +408,7 @@ static ct_status check_layout(st_load *L, st_entry **order) {
     for (size_t i = 0; i < L->count; i++)
         if (order[i]->dtype->dtype == CT_DTYPE_DEFAULT)
             return fail_entry(L, CT_ERR_DTYPE, order[i],
-                              "dtype %s is not supported by ctorch (it reads BOOL, U8, I32, I64, F16, "
+                              "dtype %s is not supported by ctorch (it reads BOOL, U8, I8, I32, I64, F16, "
                               "BF16, F32 and F64)", order[i]->dtype->name);
     return CT_OK;
 }

@@ -52,6 +52,7 @@
 #define k_barrier() barrier(CLK_LOCAL_MEM_FENCE)
 
 typedef uchar k_uchar;
+typedef char k_char; /* signed in OpenCL C */
 typedef ushort k_ushort;
 typedef uint k_uint;
 typedef int k_int;
@@ -80,6 +81,7 @@ typedef ulong k_ulong;
 #define k_barrier() __syncthreads()
 
 typedef unsigned char k_uchar;
+typedef signed char k_char;
 typedef unsigned short k_ushort;
 typedef unsigned int k_uint;
 typedef int k_int;
@@ -118,6 +120,7 @@ typedef float k_acc;
 #define CT_K_INT64 6
 #define CT_K_UINT8 7
 #define CT_K_BOOL 8
+#define CT_K_INT8 9
 
 K_FUNC int k_dtype_is_floating(int dt) { return dt >= CT_K_FLOAT32 && dt <= CT_K_BFLOAT16; }
 
@@ -225,6 +228,7 @@ K_FUNC k_long k_load_long(K_GLOBAL const k_uchar *b, k_long i, int dt) {
     case CT_K_INT32: return K_AT(const k_int, b, i);
     case CT_K_INT64: return K_AT(const k_long, b, i);
     case CT_K_UINT8: return K_AT(const k_uchar, b, i);
+    case CT_K_INT8: return K_AT(const k_char, b, i);
     case CT_K_BOOL: return K_AT(const k_uchar, b, i) != 0;
     case CT_K_FLOAT32: return k_float_to_long(K_AT(const float, b, i));
     case CT_K_FLOAT16: return k_float_to_long(k_half_to_float(K_AT(const k_ushort, b, i)));
@@ -236,7 +240,7 @@ K_FUNC k_long k_load_long(K_GLOBAL const k_uchar *b, k_long i, int dt) {
     }
 }
 
-/* Element i as float: exact for float32/float16/bfloat16 and bool/uint8. */
+/* Element i as float: exact for float32/float16/bfloat16 and bool/uint8/int8. */
 K_FUNC float k_load_float(K_GLOBAL const k_uchar *b, k_long i, int dt) {
     switch (dt) {
     case CT_K_FLOAT32: return K_AT(const float, b, i);
@@ -279,6 +283,7 @@ K_FUNC void k_store_long(K_GLOBAL k_uchar *b, k_long i, int dt, k_long v) {
     case CT_K_INT32: K_AT(k_int, b, i) = (k_int)(k_uint)(k_ulong)v; break;
     case CT_K_INT64: K_AT(k_long, b, i) = v; break;
     case CT_K_UINT8: K_AT(k_uchar, b, i) = (k_uchar)(k_ulong)v; break;
+    case CT_K_INT8: K_AT(k_char, b, i) = (k_char)(k_uchar)(k_ulong)v; break;
     case CT_K_BOOL: K_AT(k_uchar, b, i) = (k_uchar)(v != 0); break;
     case CT_K_FLOAT32: K_AT(float, b, i) = k_long_to_float(v); break;
     case CT_K_FLOAT16: K_AT(k_ushort, b, i) = k_float_to_half(k_long_to_float(v)); break;

@@ -84,6 +84,7 @@ bool cti_is_conv2d(const ct_module *m) { return m && m->forward == conv_forward;
 ct_tensor *ct_forward_relu(ct_module *m, const ct_tensor *input) {
     if (!cti_is_conv2d(m) || !input) return ct_relu(ct_forward(m, input));
     ct_clear_error();
+    if (m->prune && cti_prune_pre_forward(m) != CT_OK) return NULL;
     return ct_conv2d_relu_with_opts(input, ct_module_param(m, "weight"), ct_module_param(m, "bias"),
                                     conv_opts_of(m->state));
 }

@@ -57,6 +57,7 @@ void ct_module_free(ct_module *m) {
     free(m->buffers);
     free(m->children);
     free_names(m);
+    cti_prune_free(m->prune);
     if (m->free_state) m->free_state(m->state);
     free(m);
 }
@@ -192,7 +193,7 @@ static bool name_given(const char *op, const char *name) {
 ct_tensor *ct_module_param(ct_module *m, const char *name) {
     if (!m || !name_given("module_param", name)) return NULL;
     for (int i = 0; i < m->nparams; i++) if (!strcmp(m->params[i].name, name)) return m->params[i].t;
-    return NULL;
+    return m->prune ? cti_prune_attr(m, name) : NULL; /* a pruned weight is orig * mask (prune.c) */
 }
 ct_tensor *ct_module_buffer(ct_module *m, const char *name) {
     if (!m || !name_given("module_buffer", name)) return NULL;
@@ -227,6 +228,7 @@ ct_tensor *ct_forward(ct_module *m, const ct_tensor *input) {
     if (!m || !input) return NULL;
     CT_CHECK_NULL(m->forward != NULL, CT_ERR_UNSUPPORTED, "%s has no forward function", m->type);
     ct_clear_error();
+    if (m->prune && cti_prune_pre_forward(m) != CT_OK) return NULL;
     ct_tensor *out = m->forward(m, input);
     if (!out && ct_last_status() == CT_OK)
         ct_error_set(CT_ERR_INTERNAL, "%s: forward returned NULL without setting an error", m->type);

@@ -202,7 +202,7 @@ static ct_module *clone_tree(clone_ctx *c, const ct_module *m) {
     if (!out) return NULL;
     if (copy_entries(c, m->params, m->nparams, &out->params, &out->nparams, &out->cap_params) != CT_OK ||
         copy_entries(c, m->buffers, m->nbuffers, &out->buffers, &out->nbuffers, &out->cap_buffers) != CT_OK ||
-        copy_children(c, m, out) != CT_OK) {
+        (m->prune && cti_prune_clone(m, out) != CT_OK) || copy_children(c, m, out) != CT_OK) {
         ct_module_free(out);
         return NULL;
     }

@@ -36,6 +36,7 @@ struct ct_module {
     int nchildren, cap_children;
     char **names;              /* dotted names handed out by parameters()/buffers() */
     int nnames;
+    struct cti_prune_state *prune; /* pruned parameters (prune.c); NULL when none */
 };
 
 /* A module owning state that is plain data (no pointers to tensors,
@@ -57,5 +58,15 @@ ct_status cti_module_replace_child(ct_module *m, const char *name, ct_module *ch
 bool cti_is_conv2d(const ct_module *m);
 ct_module *cti_conv2d_like(const ct_module *like, ct_tensor *weight, ct_tensor *bias);
 bool cti_batchnorm2d_eps(const ct_module *m, double *eps);
+
+/* Pruning (prune.c): the attribute a pruned parameter's name stands for
+ * (orig * mask, recomputed when missing or on another device than orig),
+ * or NULL when name is not pruned; recomputing every such attribute before
+ * a forward (PyTorch's forward pre-hook); copying the record for
+ * ct_module_clone (the clone recomputes its attributes); freeing it. */
+ct_tensor *cti_prune_attr(ct_module *m, const char *name);
+ct_status cti_prune_pre_forward(ct_module *m);
+ct_status cti_prune_clone(const ct_module *src, ct_module *dst);
+void cti_prune_free(struct cti_prune_state *p);
 
 #endif /* CT_NN_MODULE_IMPL_H */

@@ -25,6 +25,7 @@ static const char *cpp_type_name(ct_dtype dt) {
     case CT_INT32: return "int";
     case CT_INT64: return "long int";
     case CT_UINT8: return "unsigned char";
+    case CT_INT8: return "signed char";
     case CT_BOOL: return "bool";
     default: return "unknown";
     }

@@ -21,7 +21,7 @@ ct_status ct_cpu_where(const ct_kview *out, const ct_kview *cond, const ct_kview
 
 /* ---- helpers shared by cpu_unary.c and cpu_binary.c ---- */
 
-/* Float16/bfloat16 are computed in float32 and int32/uint8/bool in int64:
+/* Float16/bfloat16 are computed in float32 and int32/uint8/int8/bool in int64:
  * runs of this many elements are converted into a stack buffer, computed by
  * the float32/int64 loop and converted back, so every op is written once. */
 #define CT_CPU_EW_CHUNK 256
@@ -149,6 +149,10 @@ static inline void ct_cpu_load_i64_run(int64_t *dst, const char *src, int64_t st
         for (int64_t i = 0; i < n; i++)
             dst[i] = *(const uint8_t *)(src + i * step);
         break;
+    case CT_INT8:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = *(const int8_t *)(src + i * step);
+        break;
     case CT_BOOL:
         for (int64_t i = 0; i < n; i++)
             dst[i] = *(const uint8_t *)(src + i * step) != 0;
@@ -171,6 +175,10 @@ static inline void ct_cpu_store_i64_run(char *dst, int64_t step, ct_dtype dt, co
     case CT_UINT8:
         for (int64_t i = 0; i < n; i++)
             *(uint8_t *)(dst + i * step) = (uint8_t)(uint64_t)src[i];
+        break;
+    case CT_INT8:
+        for (int64_t i = 0; i < n; i++)
+            *(int8_t *)(dst + i * step) = (int8_t)(uint8_t)(uint64_t)src[i];
         break;
     case CT_BOOL:
         for (int64_t i = 0; i < n; i++)

@@ -34,6 +34,7 @@ static inline double ct_cpu_load(const void *p, ct_dtype dt) {
     case CT_INT32: return *(const int32_t *)p;
     case CT_INT64: return (double)*(const int64_t *)p;
     case CT_UINT8: return *(const uint8_t *)p;
+    case CT_INT8: return *(const int8_t *)p;
     case CT_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
     default: return 0.0;
     }
@@ -57,6 +58,7 @@ static inline void ct_cpu_store(void *p, ct_dtype dt, double v) {
     case CT_INT32: *(int32_t *)p = (int32_t)ct_cpu_double_to_i64(v); break;
     case CT_INT64: *(int64_t *)p = ct_cpu_double_to_i64(v); break;
     case CT_UINT8: *(uint8_t *)p = (uint8_t)ct_cpu_double_to_i64(v); break;
+    case CT_INT8: *(int8_t *)p = (int8_t)(uint8_t)ct_cpu_double_to_i64(v); break;
     case CT_BOOL: *(uint8_t *)p = (v != 0.0); break;
     default: break;
     }
@@ -69,6 +71,7 @@ static inline int64_t ct_cpu_load_i64(const void *p, ct_dtype dt) {
     case CT_INT32: return *(const int32_t *)p;
     case CT_INT64: return *(const int64_t *)p;
     case CT_UINT8: return *(const uint8_t *)p;
+    case CT_INT8: return *(const int8_t *)p;
     case CT_BOOL: return *(const uint8_t *)p != 0;
     default: return ct_cpu_double_to_i64(ct_cpu_load(p, dt));
     }
@@ -78,6 +81,7 @@ static inline void ct_cpu_store_i64(void *p, ct_dtype dt, int64_t v) {
     case CT_INT32: *(int32_t *)p = (int32_t)v; break;
     case CT_INT64: *(int64_t *)p = v; break;
     case CT_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+    case CT_INT8: *(int8_t *)p = (int8_t)(uint8_t)v; break; /* wraps, as int32 does */
     case CT_BOOL: *(uint8_t *)p = (v != 0); break;
     default: ct_cpu_store(p, dt, (double)v); break;
     }

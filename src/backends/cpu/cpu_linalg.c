@@ -295,6 +295,7 @@ static ct_status matmul_reduced_float(const mm_dims *d, const mm_operand *a, con
 CT_DEFINE_INT_MATMUL(int32_t, i32)
 CT_DEFINE_INT_MATMUL(int64_t, i64)
 CT_DEFINE_INT_MATMUL(uint8_t, u8)
+CT_DEFINE_INT_MATMUL(int8_t, i8)
 
 /* ---- entry point --------------------------------------------------------------------- */
 
@@ -319,6 +320,7 @@ ct_status ct_cpu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *
     case CT_INT32: int_matmul_i32(&d, &oa, &ob, c); return CT_OK;
     case CT_INT64: int_matmul_i64(&d, &oa, &ob, c); return CT_OK;
     case CT_UINT8: int_matmul_u8(&d, &oa, &ob, c); return CT_OK;
+    case CT_INT8: int_matmul_i8(&d, &oa, &ob, c); return CT_OK;
     default:
         return ct_error_set(CT_ERR_DTYPE, "matmul: not implemented for '%s' on cpu",
                             ct_dtype_name(out->dtype));

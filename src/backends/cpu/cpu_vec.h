@@ -125,6 +125,7 @@ static inline void ct_cpu_gather_i64(const char *p, int64_t n, int64_t step, ct_
     case CT_INT64: CT_CPU_GATHER_LOOP(int64_t, CT_CPU_AS_IS); break;
     case CT_INT32: CT_CPU_GATHER_LOOP(int32_t, CT_CPU_AS_IS); break;
     case CT_UINT8: CT_CPU_GATHER_LOOP(uint8_t, CT_CPU_AS_IS); break;
+    case CT_INT8: CT_CPU_GATHER_LOOP(int8_t, CT_CPU_AS_IS); break;
     default:
         for (int64_t k = 0; k < n; k++) out[k] = ct_cpu_load_i64(p + k * step, dt);
         break;

@@ -455,6 +455,7 @@ static ct_backend_proc cu_get_proc(const char *name) {
     if (!strcmp(name, "cublas_version")) return (ct_backend_proc)ct_cu_dl_cublas_version;
     if (!strcmp(name, "cudnn_version")) return (ct_backend_proc)ct_cu_dl_cudnn_version;
     if (!strcmp(name, "comm_ops")) return (ct_backend_proc)ct_cu_comm_ops;
+    if (!strcmp(name, "kernel_ops")) return (ct_backend_proc)ct_cu_kernel_ops;
     if (!strcmp(name, "range_push")) return (ct_backend_proc)ct_cu_nvtx_push;
     if (!strcmp(name, "range_pop")) return (ct_backend_proc)ct_cu_nvtx_pop;
     return NULL;

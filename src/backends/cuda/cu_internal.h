@@ -94,6 +94,11 @@ void ct_cu_nvtx_pop(void);
 struct ct_backend_comm;
 const struct ct_backend_comm *ct_cu_comm_ops(void);
 
+/* cu_user_kernel.c: users' own kernels through NVRTC (get_proc("kernel_ops");
+ * src/core/backend_kernel.h). */
+struct ct_backend_kernel;
+const struct ct_backend_kernel *ct_cu_kernel_ops(void);
+
 /* cu_blas.c: matmul through cuBLAS (TF32 per ct_backends settings). */
 ct_status ct_cu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *b);
 

@@ -91,6 +91,7 @@ static bool nccl_type(ct_dtype dt, ncclDataType_t *out) {
     case CT_BFLOAT16: *out = ncclBfloat16; return true;
     case CT_INT32: *out = ncclInt32; return true;
     case CT_INT64: *out = ncclInt64; return true;
+    case CT_INT8: *out = ncclInt8; return true;
     case CT_UINT8:
     case CT_BOOL: *out = ncclUint8; return true;
     default: return false;

@@ -112,7 +112,7 @@ ct_status ct_gpu_matmul(const ct_kview *out, const ct_kview *a, const ct_kview *
     case CT_BFLOAT16: return matmul_blas(out, a, b, &dm, gemm, !native_16bit);
     case CT_INT32:
     case CT_INT64:
-    case CT_UINT8: return matmul_int(out, a, b);
+    case CT_UINT8: case CT_INT8: return matmul_int(out, a, b);
     default:
         return ct_error_set(CT_ERR_DTYPE, "matmul: not implemented for '%s' on %s", ct_dtype_name(out->dtype),
                             ct_device_type_name(out->device_type));

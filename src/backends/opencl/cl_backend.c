@@ -713,6 +713,12 @@ static void cl_prepare(void) {
     g_cl_ops.supports = cl_supports;
 }
 
+/* What the core asks of OpenCL by name (ct_backend.get_proc). */
+static ct_backend_proc cl_get_proc(const char *name) {
+    if (!strcmp(name, "kernel_ops")) return (ct_backend_proc)ct_cl_kernel_ops;
+    return NULL;
+}
+
 const ct_backend ct_opencl_backend = {
     .api_version = CT_BACKEND_API_VERSION,
     .name = "opencl",
@@ -720,6 +726,7 @@ const ct_backend ct_opencl_backend = {
     .gpu = &ct_cl_gpu,
     .prepare = cl_prepare,
     .ops = &g_cl_ops,
+    .get_proc = cl_get_proc,
     .device_count = cl_device_count,
     .device_name = cl_device_name,
     .device_properties = cl_device_properties,

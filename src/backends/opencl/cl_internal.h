@@ -40,6 +40,13 @@ cl_device_id ct_cl_device_id(int dev);
  * enqueue it under ct_cl_kernel_lock/unlock so two threads never interleave
  * clSetKernelArg calls on one kernel. */
 ct_status ct_cl_kernel(int dev, const char *name, cl_kernel *out);
+/* A user's program (cl_user_kernel.c) built for device dev with the
+ * backend's own options plus `options`, under the same PoCL build lock; on
+ * failure the error carries the head of the build log. */
+ct_status ct_cl_build_user_program(int dev, const char *source, const char *options, cl_program *out);
+/* get_proc("kernel_ops") (src/core/backend_kernel.h). */
+struct ct_backend_kernel;
+const struct ct_backend_kernel *ct_cl_kernel_ops(void);
 void ct_cl_kernel_lock(int dev);
 void ct_cl_kernel_unlock(int dev);
 

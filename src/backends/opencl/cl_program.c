@@ -185,17 +185,26 @@ static void unlock_builds(int fd) {
     if (fd >= 0) close(fd); /* releases the flock */
 }
 
-static ct_status build_program(ct_cl_device *d, int dev) {
-    char options[128];
+/* Build `count` source lines for d, under the PoCL build lock, once more
+ * after a failure without a compiler error. On failure *message (malloc'd)
+ * says why, with the head of the build log. */
+static ct_status build_lines(ct_cl_device *d, int dev, cl_uint count, const char *const *lines,
+                             const char *extra_options, const char *what, cl_program *out, char **message) {
+    char options[1024];
     build_options(d, options, sizeof options);
+    if (extra_options && *extra_options) {
+        size_t used = strlen(options);
+        snprintf(options + used, sizeof options - used, " %s", extra_options);
+    }
     cl_int err = CL_SUCCESS;
     char *log = NULL;
+    *out = NULL;
+    *message = NULL;
     int lock = lock_builds(d);
     for (int attempt = 0; attempt < 2; attempt++) {
         free(log);
         log = NULL;
-        cl_program p = clCreateProgramWithSource(d->context, (cl_uint)ct_cl_program_line_count,
-                                                 (const char **)ct_cl_program_lines, NULL, &err);
+        cl_program p = clCreateProgramWithSource(d->context, count, (const char **)lines, NULL, &err);
         if (err != CL_SUCCESS) {
             unlock_builds(lock);
             return ct_error_set(CT_ERR_BACKEND, "opencl:%d: clCreateProgramWithSource failed: %s (%d)", dev,
@@ -204,7 +213,7 @@ static ct_status build_program(ct_cl_device *d, int dev) {
         err = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
         if (err == CL_SUCCESS) {
             unlock_builds(lock);
-            d->program = p;
+            *out = p;
             return CT_OK;
         }
         log = build_log_head(p, d->id);
@@ -214,13 +223,27 @@ static ct_status build_program(ct_cl_device *d, int dev) {
     }
     unlock_builds(lock);
     size_t size = 512 + (log ? strlen(log) : 0);
-    d->program_error = malloc(size);
-    if (d->program_error)
-        snprintf(d->program_error, size,
-                 "opencl:%d (%s): building the kernel program failed: %s (%d)%s%s", dev, d->name,
+    *message = malloc(size);
+    if (*message)
+        snprintf(*message, size, "opencl:%d (%s): building %s failed: %s (%d)%s%s", dev, d->name, what,
                  ct_cl_error_name(err), (int)err, log ? "; build log:\n" : "", log ? log : "");
     free(log);
     return err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES ? CT_ERR_OOM : CT_ERR_BACKEND;
+}
+
+static ct_status build_program(ct_cl_device *d, int dev) {
+    return build_lines(d, dev, (cl_uint)ct_cl_program_line_count, ct_cl_program_lines, NULL, "the kernel program",
+                       &d->program, &d->program_error);
+}
+
+ct_status ct_cl_build_user_program(int dev, const char *source, const char *options, cl_program *out) {
+    ct_cl_device *d = ct_cl_ready(dev);
+    if (!d) return ct_last_status();
+    char *message = NULL;
+    ct_status st = build_lines(d, dev, 1, &source, options, "a user kernel", out, &message);
+    if (st != CT_OK && message) ct_error_set(st, "%s", message);
+    free(message);
+    return st;
 }
 
 /* Builds once per device; a failure is remembered and reported again. */

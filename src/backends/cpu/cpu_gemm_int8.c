@@ -1,0 +1,226 @@
+/*
+ * cpu_gemm_int8.c — the uint8 × int8 → int32 GEMM behind dynamic
+ * quantization (cpu_qgemm.h has the contract).
+ *
+ * Both operands have K-contiguous rows (activations [m, k], a Linear weight
+ * [n, k]), so each output is a dot product of two byte rows. A 2×4 tile of
+ * outputs is computed at a time: every A row loaded is used against four B
+ * rows and every B row against two A rows, with eight vector accumulators
+ * (13 of the 16 AVX2 registers). Edge tiles repeat their last row or column
+ * and drop the copies on store, so one tile kernel serves every shape.
+ * Threads split the (row block, column block) grid; each block's 64 weight
+ * rows stay in L2 while the activation rows stream past.
+ *
+ * The kernels are compiled with target attributes (no -m flags for the
+ * whole file) and picked once from CPUID, like cpu_gemm.c's engine.
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CT_QGEMM_X86 1
+#endif
+
+#include "cpu_qgemm.h"
+
+#define MR 2
+#define NR 4
+#define BLOCK_M 64
+#define BLOCK_N 64
+/* Multiply-adds below which threads cost more than they save. */
+#define PARALLEL_WORK (1 << 18)
+
+typedef void (*tile_fn)(const uint8_t *const a[MR], const int8_t *const b[NR], int64_t k,
+                        int32_t out[MR][NR]);
+
+/* Wrapping int32 sums of exact products, as the SIMD adds do. */
+static void tail_dot(const uint8_t *const a[MR], const int8_t *const b[NR], int64_t p0, int64_t k,
+                     int32_t out[MR][NR]) {
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < NR; q++) {
+            uint32_t s = (uint32_t)out[r][q];
+            for (int64_t p = p0; p < k; p++) s += (uint32_t)((int32_t)a[r][p] * (int32_t)b[q][p]);
+            out[r][q] = (int32_t)s;
+        }
+}
+
+static void tile_scalar(const uint8_t *const a[MR], const int8_t *const b[NR], int64_t k,
+                        int32_t out[MR][NR]) {
+    memset(out, 0, sizeof(int32_t) * MR * NR);
+    tail_dot(a, b, 0, k, out);
+}
+
+#ifdef CT_QGEMM_X86
+__attribute__((target("avx2"))) static inline int32_t hsum256(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 16 bytes per step, widened to int16: vpmaddwd's pair sums (at most
+ * 2·255·128) are exact, where vpmaddubsw would saturate at 32767. */
+__attribute__((target("avx2"))) static void tile_avx2(const uint8_t *const a[MR],
+                                                      const int8_t *const b[NR], int64_t k,
+                                                      int32_t out[MR][NR]) {
+    __m256i acc[MR][NR];
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < NR; q++) acc[r][q] = _mm256_setzero_si256();
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16) {
+        __m256i av[MR];
+        for (int r = 0; r < MR; r++)
+            av[r] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(a[r] + p)));
+#pragma GCC unroll 4
+        for (int q = 0; q < NR; q++) {
+            __m256i bv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(b[q] + p)));
+            for (int r = 0; r < MR; r++) acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(av[r], bv));
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < NR; q++) out[r][q] = hsum256(acc[r][q]);
+    tail_dot(a, b, p, k, out);
+}
+
+/* vpdpbusd: four u8·s8 products summed into each int32 lane, wrapping
+ * (the non-saturating form), 32 bytes per step. */
+__attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(const uint8_t *const a[MR],
+                                                                  const int8_t *const b[NR],
+                                                                  int64_t k, int32_t out[MR][NR]) {
+    __m256i acc[MR][NR];
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < NR; q++) acc[r][q] = _mm256_setzero_si256();
+    int64_t p = 0;
+    for (; p + 32 <= k; p += 32) {
+        __m256i av[MR];
+        for (int r = 0; r < MR; r++) av[r] = _mm256_loadu_si256((const __m256i *)(const void *)(a[r] + p));
+#pragma GCC unroll 4
+        for (int q = 0; q < NR; q++) {
+            __m256i bv = _mm256_loadu_si256((const __m256i *)(const void *)(b[q] + p));
+            for (int r = 0; r < MR; r++) acc[r][q] = _mm256_dpbusd_avx_epi32(acc[r][q], av[r], bv);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < NR; q++) out[r][q] = hsum256(acc[r][q]);
+    tail_dot(a, b, p, k, out);
+}
+
+/* 64 bytes per step; the last step loads under a mask (zeros add nothing). */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512_vnni(
+    const uint8_t *const a[MR], const int8_t *const b[NR], int64_t k, int32_t out[MR][NR]) {
+    __m512i acc[MR][NR];
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < NR; q++) acc[r][q] = _mm512_setzero_si512();
+    for (int64_t p = 0; p < k; p += 64) {
+        const __mmask64 mk = k - p >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - p)) - 1);
+        __m512i av[MR];
+        for (int r = 0; r < MR; r++) av[r] = _mm512_maskz_loadu_epi8(mk, a[r] + p);
+#pragma GCC unroll 4
+        for (int q = 0; q < NR; q++) {
+            __m512i bv = _mm512_maskz_loadu_epi8(mk, b[q] + p);
+            for (int r = 0; r < MR; r++) acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], av[r], bv);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < NR; q++) out[r][q] = _mm512_reduce_add_epi32(acc[r][q]);
+}
+#endif
+
+/* ---- choosing a path ---------------------------------------------------------- */
+
+static bool cpu_has(ct_qgemm_path path) {
+#ifdef CT_QGEMM_X86
+    __builtin_cpu_init();
+    switch (path) {
+    case CT_QGEMM_AVX2: return __builtin_cpu_supports("avx2");
+    case CT_QGEMM_AVX_VNNI: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case CT_QGEMM_AVX512_VNNI:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
+    default: break;
+    }
+#endif
+    return path == CT_QGEMM_SCALAR || path == CT_QGEMM_AUTO;
+}
+
+bool ct_cpu_qgemm_supported(ct_qgemm_path path) {
+    return path >= CT_QGEMM_AUTO && path < CT_QGEMM_NPATHS && cpu_has(path);
+}
+
+static pthread_once_t best_once = PTHREAD_ONCE_INIT;
+static ct_qgemm_path best_path = CT_QGEMM_SCALAR;
+
+static void choose_best(void) {
+    static const ct_qgemm_path order[] = {CT_QGEMM_AVX512_VNNI, CT_QGEMM_AVX_VNNI, CT_QGEMM_AVX2};
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+        if (cpu_has(order[i])) {
+            best_path = order[i];
+            return;
+        }
+}
+
+ct_qgemm_path ct_cpu_qgemm_best(void) {
+    pthread_once(&best_once, choose_best);
+    return best_path;
+}
+
+const char *ct_cpu_qgemm_name(ct_qgemm_path path) {
+    switch (path) {
+    case CT_QGEMM_AUTO: return "auto";
+    case CT_QGEMM_SCALAR: return "scalar";
+    case CT_QGEMM_AVX2: return "avx2";
+    case CT_QGEMM_AVX_VNNI: return "avx_vnni";
+    case CT_QGEMM_AVX512_VNNI: return "avx512_vnni";
+    default: return "invalid";
+    }
+}
+
+static tile_fn tile_for(ct_qgemm_path path) {
+    if (!ct_cpu_qgemm_supported(path) || path == CT_QGEMM_AUTO) path = ct_cpu_qgemm_best();
+    switch (path) {
+#ifdef CT_QGEMM_X86
+    case CT_QGEMM_AVX2: return tile_avx2;
+    case CT_QGEMM_AVX_VNNI: return tile_avx_vnni;
+    case CT_QGEMM_AVX512_VNNI: return tile_avx512_vnni;
+#endif
+    default: return tile_scalar;
+    }
+}
+
+/* ---- the product -------------------------------------------------------------- */
+
+static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+
+/* Rows [i0, i1) × columns [j0, j1) of C. */
+static void run_block(tile_fn tile, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t k,
+                      const uint8_t *a, int64_t lda, const int8_t *b, int64_t ldb, int32_t *c,
+                      int64_t ldc) {
+    for (int64_t i = i0; i < i1; i += MR)
+        for (int64_t j = j0; j < j1; j += NR) {
+            const uint8_t *ap[MR];
+            const int8_t *bp[NR];
+            for (int r = 0; r < MR; r++) ap[r] = a + min64(i + r, i1 - 1) * lda;
+            for (int q = 0; q < NR; q++) bp[q] = b + min64(j + q, j1 - 1) * ldb;
+            int32_t t[MR][NR];
+            tile(ap, bp, k, t);
+            for (int r = 0; r < MR && i + r < i1; r++)
+                for (int q = 0; q < NR && j + q < j1; q++) c[(i + r) * ldc + j + q] = t[r][q];
+        }
+}
+
+void ct_cpu_qgemm_u8s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a,
+                       int64_t lda, const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    const tile_fn tile = tile_for(path);
+    const int64_t mb = (m + BLOCK_M - 1) / BLOCK_M, nb = (n + BLOCK_N - 1) / BLOCK_N;
+    const int64_t blocks = mb * nb;
+    const double work = (double)m * (double)n * (double)k;
+#pragma omp parallel for schedule(static) if (work >= PARALLEL_WORK && blocks > 1)
+    for (int64_t t = 0; t < blocks; t++) {
+        const int64_t bi = t % mb, bj = t / mb; /* neighbours share a weight block */
+        run_block(tile, bi * BLOCK_M, min64(m, (bi + 1) * BLOCK_M), bj * BLOCK_N,
+                  min64(n, (bj + 1) * BLOCK_N), k, a, lda, b, ldb, c, ldc);
+    }
+}

@@ -1,0 +1,426 @@
+/*
+ * test_quantize.c — the int8 dtype and dynamic quantization: int8 facts,
+ * promotion, conversions (truncate then wrap), printing, arithmetic and
+ * safetensors; the uint8×int8 GEMM bit-exact against an int64 reference on
+ * every kernel this CPU runs (and the path choice); ct_int_mm; the
+ * quantized linear within the error bound its scales give; quantize_dynamic
+ * on an MLP (every Linear replaced, outputs close, state_dict, clone); the
+ * refusals; the same ops on OpenCL.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_qgemm.h"
+#include "ctorch/quantization.h"
+#include "testutil.h"
+
+/* ---- the dtype ------------------------------------------------------------------------ */
+
+static void test_int8_dtype_facts(void) {
+    CT_EXPECT_INT_EQ(CT_INT8, 9);
+    CT_EXPECT_INT_EQ(CT_NUM_DTYPES, 10);
+    CT_EXPECT_INT_EQ((int)ct_dtype_size(CT_INT8), 1);
+    CT_EXPECT_STR_EQ(ct_dtype_name(CT_INT8), "int8");
+    CT_EXPECT(ct_dtype_is_valid(CT_INT8));
+    CT_EXPECT(ct_dtype_is_integral(CT_INT8, false));
+    CT_EXPECT(!ct_dtype_is_floating(CT_INT8));
+    CT_EXPECT(!ct_dtype_is_valid((ct_dtype)10));
+    /* torch.promote_types, except int8+uint8 (PyTorch: int16, absent here) */
+    struct { ct_dtype other, want; } rows[] = {
+        {CT_INT8, CT_INT8},       {CT_BOOL, CT_INT8},         {CT_UINT8, CT_INT32},
+        {CT_INT32, CT_INT32},     {CT_INT64, CT_INT64},       {CT_FLOAT16, CT_FLOAT16},
+        {CT_BFLOAT16, CT_BFLOAT16}, {CT_FLOAT32, CT_FLOAT32}, {CT_FLOAT64, CT_FLOAT64},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        CT_EXPECT_INT_EQ(ct_promote_types(CT_INT8, rows[i].other), rows[i].want);
+        CT_EXPECT_INT_EQ(ct_promote_types(rows[i].other, CT_INT8), rows[i].want);
+    }
+}
+
+static void test_int8_conversions(void) {
+    CT_SCOPE {
+        /* float → int8: truncate toward zero, then wrap modulo 256 */
+        const double f[] = {-1.7, 2.9, 127.0, -128.0, 130.0, -129.5, 300.0, 0.5, -0.9};
+        const double want[] = {-1, 2, 127, -128, -126, 127, 44, 0, 0};
+        ct_tensor *t = ct_to_dtype(ct_test_tensor(f, CT_SHAPE(9), CT_FLOAT32), CT_INT8);
+        CT_EXPECT(ct_test_holds(t, want, 9, CT_INT8));
+        ct_tensor *t64 = ct_to_dtype(ct_test_tensor(f, CT_SHAPE(9), CT_FLOAT64), CT_INT8);
+        CT_EXPECT(ct_test_holds(t64, want, 9, CT_INT8));
+        /* integers wrap */
+        const double iv[] = {200, -56, 1000, -1};
+        const double iwant[] = {-56, -56, -24, -1};
+        CT_EXPECT(ct_test_holds(ct_to_dtype(ct_test_tensor(iv, CT_SHAPE(4), CT_INT32), CT_INT8), iwant, 4, CT_INT8));
+        CT_EXPECT(ct_test_holds(ct_to_dtype(ct_test_tensor(iv, CT_SHAPE(4), CT_INT64), CT_INT8), iwant, 4, CT_INT8));
+        /* int8 → others */
+        const double s[] = {-128, -1, 0, 127};
+        ct_tensor *i8 = ct_to_dtype(ct_test_tensor(s, CT_SHAPE(4), CT_INT64), CT_INT8);
+        CT_EXPECT(ct_test_holds(ct_to_dtype(i8, CT_FLOAT32), s, 4, CT_FLOAT32));
+        CT_EXPECT(ct_test_holds(ct_to_dtype(i8, CT_INT64), s, 4, CT_INT64));
+        const double as_u8[] = {128, 255, 0, 127}, as_bool[] = {1, 1, 0, 1};
+        CT_EXPECT(ct_test_holds(ct_to_dtype(i8, CT_UINT8), as_u8, 4, CT_UINT8));
+        CT_EXPECT(ct_test_holds(ct_to_dtype(i8, CT_BOOL), as_bool, 4, CT_BOOL));
+        int8_t raw[4];
+        CT_EXPECT(ct_copy_to_host(i8, raw, CT_INT8, 4) == CT_OK);
+        CT_EXPECT(raw[0] == -128 && raw[1] == -1 && raw[3] == 127);
+        /* fill and creation */
+        ct_tensor *full = ct_full(CT_SHAPE(3), -5.0, .dtype = CT_INT8);
+        const double fw[] = {-5, -5, -5};
+        CT_EXPECT(ct_test_holds(full, fw, 3, CT_INT8));
+    }
+}
+
+static void test_int8_print(void) {
+    CT_SCOPE {
+        const double v[] = {-128, 0, 127};
+        ct_tensor *t = ct_to_dtype(ct_test_tensor(v, CT_SHAPE(3), CT_INT64), CT_INT8);
+        char buf[128];
+        CT_EXPECT(ct_snprint(buf, sizeof buf, t) > 0);
+        CT_EXPECT_STR_EQ(buf, "tensor([-128,    0,  127], dtype=torch.int8)");
+    }
+}
+
+static void test_int8_arithmetic(void) {
+    CT_SCOPE {
+        const double a[] = {100, -100, 7, -128}, b[] = {100, -100, -3, 1};
+        ct_tensor *ta = ct_to_dtype(ct_test_tensor(a, CT_SHAPE(4), CT_INT64), CT_INT8);
+        ct_tensor *tb = ct_to_dtype(ct_test_tensor(b, CT_SHAPE(4), CT_INT64), CT_INT8);
+        ct_tensor *sum = ct_add(ta, tb), *prod = ct_mul(ta, tb);
+        CT_EXPECT_INT_EQ(ct_dtype_of(sum), CT_INT8);
+        const double ws[] = {-56, 56, 4, -127}, wp[] = {16, 16, -21, -128};
+        CT_EXPECT(ct_test_holds(sum, ws, 4, CT_INT8));
+        CT_EXPECT(ct_test_holds(prod, wp, 4, CT_INT8));
+        const double lt[] = {0, 0, 0, 1};
+        CT_EXPECT(ct_test_holds(ct_lt(ta, tb), lt, 4, CT_BOOL));
+        /* mixed with uint8: int32 here (documented deviation) */
+        ct_tensor *u = ct_to_dtype(ct_test_tensor(a, CT_SHAPE(4), CT_FLOAT32), CT_UINT8);
+        CT_EXPECT_INT_EQ(ct_dtype_of(ct_add(ta, u)), CT_INT32);
+        /* with float: float */
+        ct_tensor *f = ct_add(ta, ct_test_tensor(b, CT_SHAPE(4), CT_FLOAT32));
+        const double wf[] = {200, -200, 4, -127};
+        CT_EXPECT(ct_test_holds(f, wf, 4, CT_FLOAT32));
+        double s = 0;
+        CT_EXPECT(ct_item_checked(ct_sum_all(ta), &s) == CT_OK);
+        CT_EXPECT_NEAR(s, -121.0, 0.0);
+        /* int8 matmul keeps the low bits, as PyTorch's */
+        ct_tensor *mm = ct_matmul(ct_reshape(ta, CT_SHAPE(1, 4)), ct_reshape(tb, CT_SHAPE(4, 1)));
+        const double wm[] = {(double)(int8_t)(uint8_t)(10000 + 10000 - 21 - 128)};
+        CT_EXPECT(ct_test_holds(mm, wm, 1, CT_INT8));
+    }
+}
+
+static void test_int8_safetensors(void) {
+    CT_SCOPE {
+        const double v[] = {-128, -1, 0, 1, 127, 5};
+        ct_tensor *t = ct_to_dtype(ct_test_tensor(v, CT_SHAPE(2, 3), CT_INT64), CT_INT8);
+        ct_tensor_dict *d = ct_tensor_dict_new();
+        CT_EXPECT(ct_tensor_dict_set(d, "q", t) == CT_OK);
+        void *buf = NULL;
+        size_t size = 0;
+        CT_EXPECT(ct_safetensors_save_buffer(d, &buf, &size) == CT_OK);
+        bool has_i8 = false;
+        for (size_t i = 0; buf && i + 4 <= size && !has_i8; i++) has_i8 = !memcmp((char *)buf + i, "\"I8\"", 4);
+        CT_EXPECT(has_i8);
+        ct_tensor_dict *back = NULL;
+        CT_EXPECT(ct_safetensors_load_buffer(buf, size, ct_device_cpu(), &back) == CT_OK);
+        ct_tensor *q = back ? ct_tensor_dict_get(back, "q") : NULL;
+        CT_EXPECT(q && ct_dtype_of(q) == CT_INT8 && ct_test_holds(q, v, 6, CT_INT8));
+        free(buf);
+        ct_tensor_dict_free(d);
+        ct_tensor_dict_free(back);
+    }
+}
+
+/* ---- the int8 GEMM ------------------------------------------------------------------------ */
+
+static void reference(int64_t m, int64_t n, int64_t k, const uint8_t *a, const int8_t *b, int64_t *c) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t s = 0;
+            for (int64_t p = 0; p < k; p++) s += (int64_t)a[i * k + p] * b[j * k + p];
+            c[i * n + j] = s;
+        }
+}
+
+static const int64_t g_shapes[][3] = {{1, 1, 1},   {3, 17, 5},  {2, 4, 16},   {5, 3, 33}, {7, 9, 64},
+                                      {1, 10, 784}, {64, 129, 300}, {65, 65, 1024}, {4, 1, 0}};
+
+static void test_qgemm_exact_every_path(void) {
+    int ran = 0;
+    for (int path = CT_QGEMM_AUTO; path < CT_QGEMM_NPATHS; path++) {
+        if (!ct_cpu_qgemm_supported((ct_qgemm_path)path)) {
+            printf("  qgemm path %s: not on this CPU\n", ct_cpu_qgemm_name((ct_qgemm_path)path));
+            continue;
+        }
+        ran++;
+        for (size_t s = 0; s < sizeof g_shapes / sizeof *g_shapes; s++) {
+            const int64_t m = g_shapes[s][0], n = g_shapes[s][1], k = g_shapes[s][2];
+            uint8_t *a = malloc((size_t)(m * k + 1));
+            int8_t *b = malloc((size_t)(n * k + 1));
+            int32_t *c = malloc(sizeof(int32_t) * (size_t)(m * n));
+            int64_t *r = malloc(sizeof(int64_t) * (size_t)(m * n));
+            /* extremes included: 255 and -128 */
+            for (int64_t i = 0; i < m * k; i++) a[i] = (uint8_t)(s % 2 ? ct_test_randint(0, 256) : (i % 7 ? 255 : 0));
+            for (int64_t i = 0; i < n * k; i++) b[i] = (int8_t)(s % 2 ? ct_test_randint(-128, 128) : (i % 5 ? -128 : 127));
+            reference(m, n, k, a, b, r);
+            ct_cpu_qgemm_u8s8((ct_qgemm_path)path, m, n, k, a, k, b, k, c, n);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < m * n; i++) bad += c[i] != r[i];
+            CT_EXPECT_MSG(bad == 0, "path %s, %lldx%lldx%lld: %lld wrong", ct_cpu_qgemm_name((ct_qgemm_path)path),
+                          (long long)m, (long long)n, (long long)k, (long long)bad);
+            free(a), free(b), free(c), free(r);
+        }
+        printf("  qgemm path %s: exact on %d shapes\n", ct_cpu_qgemm_name((ct_qgemm_path)path),
+               (int)(sizeof g_shapes / sizeof *g_shapes));
+    }
+    CT_EXPECT(ran >= 2); /* auto and scalar at least */
+}
+
+/* The choice follows CPUID: the best path is supported, and every faster
+ * path is not. */
+static void test_qgemm_path_choice(void) {
+    ct_qgemm_path best = ct_cpu_qgemm_best();
+    printf("  qgemm best path here: %s\n", ct_cpu_qgemm_name(best));
+    CT_EXPECT(ct_cpu_qgemm_supported(best));
+    for (int p = best + 1; p < CT_QGEMM_NPATHS; p++) CT_EXPECT(!ct_cpu_qgemm_supported((ct_qgemm_path)p));
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    CT_EXPECT(ct_cpu_qgemm_supported(CT_QGEMM_AVX2) == (bool)__builtin_cpu_supports("avx2"));
+    CT_EXPECT(ct_cpu_qgemm_supported(CT_QGEMM_AVX512_VNNI) == (bool)(__builtin_cpu_supports("avx512vnni") &&
+                                                                       __builtin_cpu_supports("avx512bw")));
+#endif
+    CT_EXPECT(!ct_cpu_qgemm_supported((ct_qgemm_path)-1) && !ct_cpu_qgemm_supported(CT_QGEMM_NPATHS));
+    CT_EXPECT_STR_EQ(ct_cpu_qgemm_name(CT_QGEMM_AVX512_VNNI), "avx512_vnni");
+}
+
+static void test_int_mm(void) {
+    CT_SCOPE {
+        const int64_t m = 5, k = 37, n = 11;
+        double *av = malloc(sizeof(double) * (size_t)(m * k)), *bv = malloc(sizeof(double) * (size_t)(k * n));
+        for (int64_t i = 0; i < m * k; i++) av[i] = (double)ct_test_randint(-128, 128);
+        for (int64_t i = 0; i < k * n; i++) bv[i] = (double)ct_test_randint(-128, 128);
+        av[0] = -128, bv[0] = -128;
+        ct_tensor *a = ct_to_dtype(ct_test_tensor(av, CT_SHAPE(m, k), CT_FLOAT64), CT_INT8);
+        ct_tensor *b = ct_to_dtype(ct_test_tensor(bv, CT_SHAPE(k, n), CT_FLOAT64), CT_INT8);
+        double *want = malloc(sizeof(double) * (size_t)(m * n));
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0;
+                for (int64_t p = 0; p < k; p++) s += av[i * k + p] * bv[p * n + j];
+                want[i * n + j] = s;
+            }
+        ct_tensor *c = ct_int_mm(a, b);
+        CT_EXPECT(c && ct_dtype_of(c) == CT_INT32 && ct_test_holds(c, want, m * n, CT_INT32));
+        /* a transposed view as mat2 (a weight's .t()) */
+        ct_tensor *bt = ct_contiguous(ct_t(b));
+        CT_EXPECT(ct_test_holds(ct_int_mm(a, ct_t(bt)), want, m * n, CT_INT32));
+        for (int d = 0; d < ct_test_opencl_devices("int_mm on OpenCL"); d++) {
+            ct_device dev = ct_device_opencl(d);
+            ct_tensor *cd = ct_int_mm(ct_to_device(a, dev), ct_to_device(b, dev));
+            CT_EXPECT(cd && ct_test_holds(ct_to_device(cd, ct_device_cpu()), want, m * n, CT_INT32));
+        }
+        free(av), free(bv), free(want);
+    }
+}
+
+/* ---- the quantized linear ---------------------------------------------------------------- */
+
+/* |y_q − y| per element, from the scales: x̂ = x + e_x with |e_x| ≤ s_x
+ * (half a step from rounding, plus up to half a step where the zero point's
+ * rounding moves the clamped range), ŵ = w + e_w with |e_w| ≤ s_w/2, so
+ * |Σ x̂ŵ − Σ xw| ≤ s_x Σ|w| + (s_w/2) Σ|x| + k s_x s_w/2, plus float32
+ * rounding of the dequantization. */
+static void check_against_float(const double *x, int64_t m, int64_t k, const double *w, int64_t n, const double *b,
+                                 const ct_tensor *y, const ct_tensor *wscale) {
+    double lo = 0, hi = 0;
+    for (int64_t i = 0; i < m * k; i++) lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
+    const double sx = (hi - lo) / 255.0;
+    double *sw = ct_test_values(wscale), *got = ct_test_values(y);
+    int64_t bad = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double ref = b ? b[j] : 0, sabsw = 0, sabsx = 0;
+            for (int64_t p = 0; p < k; p++) {
+                ref += x[i * k + p] * w[j * k + p];
+                sabsw += fabs(w[j * k + p]), sabsx += fabs(x[i * k + p]);
+            }
+            double bound = sx * sabsw + sw[j] / 2 * sabsx + (double)k * sx * sw[j] / 2;
+            bound = bound * 1.001 + 1e-5 * (fabs(ref) + 1);
+            double err = fabs(got[i * n + j] - ref);
+            worst = fmax(worst, err / bound);
+            bad += err > bound;
+        }
+    CT_EXPECT_MSG(bad == 0, "%lld of %lld outputs outside the quantization bound (worst %.3g of it)", (long long)bad,
+                  (long long)(m * n), worst);
+    free(sw), free(got);
+}
+
+static void test_quantized_linear_bound(void) {
+    const int64_t shapes[][3] = {{1, 1, 1}, {3, 17, 5}, {64, 300, 129}, {8, 784, 32}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) CT_SCOPE {
+        const int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+        double *xv = NULL, *wv = NULL, *bv = NULL;
+        ct_tensor *x = ct_test_random(CT_SHAPE(m, k), CT_FLOAT32, s == 2 ? 0.0 : -2.0, 3.0, &xv);
+        ct_tensor *w = ct_test_random(CT_SHAPE(n, k), CT_FLOAT32, -0.5, 0.5, &wv);
+        ct_tensor *b = ct_test_random(CT_SHAPE(n), CT_FLOAT32, -1, 1, &bv);
+        ct_tensor *q = NULL, *sc = NULL;
+        CT_EXPECT(ct_quantize_weight_int8(w, &q, &sc) == CT_OK);
+        /* the weight scale is max|w_row| / 127 and q = round(w / scale) */
+        double *qv = ct_test_values(q), *scv = ct_test_values(sc);
+        for (int64_t j = 0; j < n && qv && scv; j++) {
+            double amax = 0;
+            for (int64_t p = 0; p < k; p++) amax = fmax(amax, fabs(wv[j * k + p]));
+            CT_EXPECT_NEAR(scv[j], (float)(amax / 127.0), 0.0);
+            for (int64_t p = 0; p < k; p++) CT_EXPECT_NEAR(qv[j * k + p], nearbyint(wv[j * k + p] / scv[j]), 0.0);
+        }
+        free(qv), free(scv);
+        ct_tensor *y = ct_quantized_linear_dynamic(x, q, sc, b);
+        CT_EXPECT(y && ct_dtype_of(y) == CT_FLOAT32 && ct_size(y, 0) == m && ct_size(y, 1) == n);
+        if (y) check_against_float(xv, m, k, wv, n, bv, y, sc);
+        /* leading dimensions are kept: [2, m, k] → [2, m, n] */
+        ct_tensor *x3 = ct_stack((ct_tensor *const[]){x, x}, 2, 0);
+        ct_tensor *y3 = ct_quantized_linear_dynamic(x3, q, sc, NULL);
+        CT_EXPECT(y3 && ct_ndim(y3) == 3 && ct_size(y3, 2) == n);
+        free(xv), free(wv), free(bv);
+    }
+}
+
+static ct_module *small_mlp(void) {
+    return CT_SEQUENTIAL(ct_nn_flatten(1, -1), ct_nn_linear(64, 48, true), ct_nn_relu(),
+                         CT_SEQUENTIAL(ct_nn_linear(48, 32, false), ct_nn_tanh()), ct_nn_linear(32, 10, true));
+}
+
+static int count_type(ct_module *m, const char *type) {
+    int c = !strcmp(ct_module_type(m), type);
+    for (int i = 0; i < ct_module_num_children(m); i++) c += count_type(ct_module_child_at(m, i), type);
+    return c;
+}
+
+static void test_quantize_dynamic_mlp(void) {
+    ct_module *model = small_mlp();
+    CT_SCOPE {
+        ct_tensor *x = ct_test_random(CT_SHAPE(16, 4, 16), CT_FLOAT32, -1, 1, NULL);
+        ct_tensor *ref = NULL, *got = NULL;
+        CT_NO_GRAD { ref = ct_forward(model, x); }
+        ct_module *q = ct_quantize_dynamic(model, false);
+        CT_EXPECT(q && q != model);
+        CT_EXPECT_INT_EQ(count_type(model, "Linear"), 3); /* untouched */
+        CT_EXPECT_INT_EQ(count_type(q, "Linear"), 0);
+        CT_EXPECT_INT_EQ(count_type(q, "DynamicQuantizedLinear"), 3);
+        CT_EXPECT(!ct_module_is_training(q));
+        CT_NO_GRAD { got = ct_forward(q, x); }
+        double *r = ct_test_values(ref), *g = ct_test_values(got), num = 0, den = 0;
+        for (int i = 0; r && g && i < 160; i++) num += (r[i] - g[i]) * (r[i] - g[i]), den += r[i] * r[i];
+        printf("  MLP int8 vs float relative error %.4f\n", sqrt(num / den));
+        CT_EXPECT(sqrt(num / den) < 0.03);
+        free(r), free(g);
+        /* state_dict: int8 weights and float scales and bias */
+        CT_EXPECT(ct_dtype_of(ct_module_get(q, "1.weight")) == CT_INT8);
+        CT_EXPECT(ct_dtype_of(ct_module_get(q, "1.weight_scale")) == CT_FLOAT32);
+        CT_EXPECT(ct_module_get(q, "1.bias") != NULL && ct_module_get(q, "3.0.bias") == NULL);
+        CT_EXPECT(ct_module_num_parameters(q) == 0);
+        ct_tensor_dict *sd = ct_module_state_dict(q);
+        CT_EXPECT(sd && ct_tensor_dict_contains(sd, "4.weight_scale"));
+        ct_tensor_dict_free(sd);
+        /* clone gives the same outputs */
+        ct_module *c = ct_module_clone(q, ct_device_cpu());
+        CT_EXPECT(c != NULL);
+        ct_tensor *gc = NULL;
+        CT_NO_GRAD { gc = ct_forward(c, x); }
+        CT_EXPECT(gc && ct_test_close(__FILE__, __LINE__, "clone", gc, ct_test_values(got), 160, 0, 0));
+        ct_module_free(c);
+        /* in place: the same pointer comes back */
+        CT_EXPECT(ct_quantize_dynamic(model, true) == model);
+        CT_EXPECT_INT_EQ(count_type(model, "DynamicQuantizedLinear"), 3);
+        ct_module_free(q);
+    }
+    ct_module_free(model);
+}
+
+static void test_quantize_errors(void) {
+    CT_EXPECT(ct_quantize_dynamic(NULL, false) == NULL);
+    CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "quantize_dynamic: NULL model");
+    CT_EXPECT(ct_nnqd_linear_from_float(NULL) == NULL);
+    CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "NULL module");
+    ct_module *relu = ct_nn_relu();
+    CT_EXPECT(ct_nnqd_linear_from_float(relu) == NULL);
+    CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "expected a Linear (ct_nn_linear), got ReLU");
+    ct_module *lin = ct_nn_linear(4, 3, true);
+    CT_EXPECT(ct_quantize_dynamic(lin, true) == NULL);
+    CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "bare Linear, which cannot be replaced in place");
+    ct_module *ql = ct_quantize_dynamic(lin, false);
+    CT_EXPECT(ql && !strcmp(ct_module_type(ql), "DynamicQuantizedLinear"));
+    CT_SCOPE {
+        ct_tensor *x = ct_test_random(CT_SHAPE(2, 4), CT_FLOAT32, -1, 1, NULL);
+        ct_module_train(ql, true);
+        CT_EXPECT(ct_forward(ql, x) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_STATE, "in training mode; call ct_module_eval");
+        ct_module_eval(ql);
+        ct_tensor *xg = ct_test_random(CT_SHAPE(2, 4), CT_FLOAT32, -1, 1, NULL);
+        ct_set_requires_grad(xg, true);
+        CT_EXPECT(ct_forward(ql, xg) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_STATE, "inference-only (no backward), but the input requires grad");
+        CT_NO_GRAD { CT_EXPECT(ct_forward(ql, xg) != NULL); }
+        CT_EXPECT(ct_forward(ql, ct_to_dtype(x, CT_FLOAT64)) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "expected a float32 input, got float64");
+        CT_EXPECT(ct_forward(ql, ct_test_random(CT_SHAPE(2, 5), CT_FLOAT32, -1, 1, NULL)) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "input's last dimension (5) must equal in_features (4)");
+        ct_tensor *w = ct_module_buffer(ql, "weight"), *s = ct_module_buffer(ql, "weight_scale");
+        CT_EXPECT(ct_quantized_linear_dynamic(x, s, s, NULL) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "expected a 2-D int8 weight, got 1-D float32");
+        CT_EXPECT(ct_quantized_linear_dynamic(x, w, NULL, NULL) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_INVALID_ARG, "NULL weight_scale");
+        CT_EXPECT(ct_int_mm(x, x) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "_int_mm: expected self and mat2 to be int8, got float32 and float32");
+        CT_EXPECT(ct_int_mm(w, w) == NULL);
+        CT_EXPECT_ERROR(CT_ERR_SHAPE, "self.size(1) needs to match mat2.size(0), got 4 and 3");
+        ct_tensor *q = NULL, *sc = NULL;
+        CT_EXPECT(ct_quantize_weight_int8(w, &q, &sc) != CT_OK && q == NULL);
+        CT_EXPECT_ERROR(CT_ERR_DTYPE, "expected a floating-point weight, got int8");
+    }
+    ct_module_free(ql), ct_module_free(lin), ct_module_free(relu);
+}
+
+static void test_quantized_on_opencl(void) {
+    int ndev = ct_test_opencl_devices("quantized Linear on OpenCL");
+    for (int d = 0; d < ndev; d++) {
+        ct_module *model = small_mlp();
+        ct_module *q = ct_quantize_dynamic(model, true);
+        ct_module *qd = ct_module_clone(q, ct_device_opencl(d));
+        CT_EXPECT(qd != NULL);
+        CT_SCOPE CT_NO_GRAD {
+            ct_tensor *x = ct_test_random(CT_SHAPE(8, 64), CT_FLOAT32, -1, 1, NULL);
+            ct_tensor *yc = ct_forward(q, x);
+            ct_tensor *yd = ct_forward(qd, ct_to_device(x, ct_device_opencl(d)));
+            CT_EXPECT(yd && ct_device_of(yd).type == CT_DEVICE_OPENCL);
+            /* the same integers; float steps may differ in the last bit, and
+             * a tie in activation rounding can move one value by a step */
+            double *r = ct_test_values(yc), *g = ct_test_values(ct_to_device(yd, ct_device_cpu()));
+            double worst = 0;
+            for (int i = 0; r && g && i < 80; i++) worst = fmax(worst, fabs(r[i] - g[i]));
+            CT_EXPECT_MSG(r && g && worst < 2e-3, "OpenCL vs CPU differ by %g", worst);
+            free(r), free(g);
+        }
+        ct_module_free(qd);
+        ct_module_free(model);
+    }
+}
+
+int main(int argc, char **argv) {
+    ct_test_init(argc, argv);
+    CT_RUN(test_int8_dtype_facts);
+    CT_RUN(test_int8_conversions);
+    CT_RUN(test_int8_print);
+    CT_RUN(test_int8_arithmetic);
+    CT_RUN(test_int8_safetensors);
+    CT_RUN(test_qgemm_exact_every_path);
+    CT_RUN(test_qgemm_path_choice);
+    CT_RUN(test_int_mm);
+    CT_RUN(test_quantized_linear_bound);
+    CT_RUN(test_quantize_dynamic_mlp);
+    CT_RUN(test_quantize_errors);
+    CT_RUN(test_quantized_on_opencl);
+    return ct_test_finish();
+}
