@@ -122,6 +122,7 @@ static void expect_device_kernels(const char *device_name) {
     snprintf(want, sizeof want, "\"device\": \"%s\"", device_name);
     CT_EXPECT_MSG(strstr(text, want), "no %s kernel in the trace", device_name);
     CT_EXPECT_MSG(strstr(text, "\"device_time_us\": "), "no device time in the %s trace", device_name);
+    CT_EXPECT_MSG(strstr(text, "\"stream\": "), "no stream in the %s trace", device_name);
     const char *t = table_text("cpu_time_total", 0);
     CT_EXPECT_MSG(strstr(t, "Device total(ms)"), "%s", t);
     remove(path);

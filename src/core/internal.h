@@ -107,6 +107,10 @@ void cti_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
 static inline const ct_backend *cti_backend(const ct_tensor *t) { return t->storage->backend; }
 /* The profiler's record of one kernel (profiler.c): begin before the
  * backend call, end with its status (returned). Cheap while it is off. */
+/* Monotonic nanoseconds, and a small number for the calling thread (the
+ * same one in profiler traces and memory snapshots). */
+int64_t cti_now_ns(void);
+int cti_thread_id(void);
 void cti_prof_begin(const char *op, const ct_tensor *t);
 ct_status cti_prof_end(ct_status st);
 /* The allocator made nbytes on dev for this thread (profile_memory). */

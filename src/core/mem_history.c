@@ -18,6 +18,7 @@
 
 #include "alloc_common.h"
 #include "error.h"
+#include "internal.h"
 #include "tensor_impl.h"
 
 #define DEFAULT_MAX_ENTRIES 10000
@@ -53,26 +54,14 @@ static mem_event *g_ring;
 static int64_t g_max = DEFAULT_MAX_ENTRIES, g_cap, g_first_seq, g_next_seq;
 static int64_t g_origin_ns;
 static cti_mem_record *g_unnamed;
-static atomic_int g_next_tid;
 
-static _Thread_local int tl_tid, tl_unnamed;
+static _Thread_local int tl_unnamed;
 static _Thread_local bool tl_has_tensor;
 static _Thread_local int tl_ndim;
 static _Thread_local int64_t tl_shape[CT_MAX_DIMS];
 static _Thread_local ct_dtype tl_dtype;
 _Thread_local int cti_mem_range_depth;
 static _Thread_local char tl_ranges[RANGE_DEPTH][RANGE_NAME];
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int thread_id(void) {
-    if (!tl_tid) tl_tid = atomic_fetch_add(&g_next_tid, 1) + 1;
-    return tl_tid;
-}
 
 /* ---- switching on and off ------------------------------------------------------------- */
 
@@ -87,7 +76,7 @@ ct_status ct_memory_record_history(bool enabled, int64_t max_entries) {
         g_cap = 0;
         g_max = max_entries ? max_entries : DEFAULT_MAX_ENTRIES;
         g_first_seq = g_next_seq;
-        g_origin_ns = now_ns();
+        g_origin_ns = cti_now_ns();
     }
     atomic_store(&cti_mem_history_flag, enabled);
     pthread_mutex_unlock(&g_lock);
@@ -114,7 +103,7 @@ static mem_event *append_event(int action, ct_device dev, uint64_t addr, size_t 
     memset(e, 0, sizeof *e);
     e->seq = g_next_seq++;
     e->action = action, e->dev = dev, e->addr = addr, e->size = size, e->stream = (uintptr_t)stream;
-    e->time_us = (now_ns() - g_origin_ns) / 1000;
+    e->time_us = (cti_now_ns() - g_origin_ns) / 1000;
     return e;
 }
 
@@ -156,9 +145,9 @@ cti_mem_record *cti_mem_history_alloc(ct_device dev, uint64_t addr, size_t size,
     c->ndim = tl_has_tensor ? tl_ndim : -1;
     if (tl_has_tensor) memcpy(c->shape, tl_shape, sizeof c->shape), c->dtype = tl_dtype;
     tl_has_tensor = false;
-    c->thread = thread_id();
+    c->thread = cti_thread_id();
     pthread_mutex_lock(&g_lock);
-    c->time_us = (now_ns() - g_origin_ns) / 1000;
+    c->time_us = (cti_now_ns() - g_origin_ns) / 1000;
     mem_event *e = append_event(EV_ALLOC, dev, addr, size, stream);
     r->event_seq = e ? e->seq : -1;
     if (e) e->has_ctx = true, e->ctx = *c;
@@ -227,7 +216,7 @@ void cti_mem_history_describe(const cti_mem_record *r, size_t size, char *buf, s
 void cti_mem_history_op(const char *op) {
     if (!tl_unnamed) return;
     tl_unnamed = 0;
-    const int tid = thread_id();
+    const int tid = cti_thread_id();
     pthread_mutex_lock(&g_lock);
     for (cti_mem_record *r = g_unnamed, *next; r; r = next) {
         next = r->next;

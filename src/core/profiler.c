@@ -25,6 +25,7 @@
 #include "error.h"
 #include "internal.h"
 #include "mem_history.h"
+#include "runtime.h"
 #include "tensor_impl.h"
 
 #define NAME_CAP 64
@@ -46,6 +47,7 @@ typedef struct prof_event {
     int64_t bytes, self_bytes;
     ct_device dev;
     bool has_dev;
+    unsigned long long stream; /* the id of the stream a device kernel went to (0: none) */
 } prof_event;
 
 static atomic_bool g_on;
@@ -78,13 +80,15 @@ static int64_t *pending(void) {
     return &tl_pending;
 }
 
-static int64_t now_ns(void) {
+int64_t cti_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int thread_id(void) {
+/* Shared with the memory history (mem_history.c), so that a thread has one
+ * number in traces and snapshots. */
+int cti_thread_id(void) {
     if (!tl_tid) tl_tid = atomic_fetch_add(&g_next_tid, 1) + 1;
     return tl_tid;
 }
@@ -109,7 +113,7 @@ static void open_record(const char *name, const ct_tensor *t, bool kernel) {
     prof_event *e = &tl_open[tl_depth++];
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", name ? name : "(unnamed)");
-    e->kernel = kernel, e->tid = thread_id();
+    e->kernel = kernel, e->tid = cti_thread_id();
     e->device_ms = -1;
     int64_t *outputs = pending();
     if (kernel) { /* take the outputs allocated for it from the enclosing record's self */
@@ -121,9 +125,13 @@ static void open_record(const char *name, const ct_tensor *t, bool kernel) {
         e->dev = t->storage->device, e->has_dev = true;
         ct_device_format(t->storage->device, e->device, sizeof e->device);
         if (g_shapes) ct_shape_str(t->shape, t->ndim, e->shape, sizeof e->shape);
-        if (kernel && t->storage->device.type != CT_DEVICE_CPU) timing_event(&e->ev_start, t->storage->device);
+        if (kernel && t->storage->device.type != CT_DEVICE_CPU) {
+            const ct_stream *s = ct_current_stream(t->storage->device);
+            e->stream = s ? s->id : 0;
+            timing_event(&e->ev_start, t->storage->device);
+        }
     }
-    e->start_ns = now_ns();
+    e->start_ns = cti_now_ns();
 }
 
 /* ok: the kernel succeeded (a failed one gets no device time, and its
@@ -133,7 +141,7 @@ static void close_record(bool ok) {
     if (--tl_depth >= DEPTH_CAP) return;
     prof_event e = tl_open[tl_depth];
     if (!e.kernel) tl_pending = 0;
-    e.dur_ns = now_ns() - e.start_ns;
+    e.dur_ns = cti_now_ns() - e.start_ns;
     if (e.ev_start && ok) {
         ct_device dev;
         if (ct_device_parse(e.device, &dev) == CT_OK) timing_event(&e.ev_end, dev);
@@ -233,7 +241,7 @@ ct_status ct_profiler_start(ct_profiler_opts opts) {
     CT_CHECK_STATUS(!atomic_load(&g_on), CT_ERR_STATE, "profiler: a profiling run is already going");
     ct_profiler_reset();
     g_shapes = !opts.no_shapes;
-    g_origin_ns = now_ns();
+    g_origin_ns = cti_now_ns();
     find_range_markers();
     tl_depth = 0;
     atomic_fetch_add(&g_run, 1);
@@ -282,6 +290,7 @@ static void write_event(FILE *f, const prof_event *e, bool first) {
             (long long)e->self_bytes);
     if (e->device[0]) fprintf(f, ", \"device\": \"%s\"", e->device);
     if (e->shape[0]) fprintf(f, ", \"input_shape\": \"%s\"", e->shape);
+    if (e->stream) fprintf(f, ", \"stream\": %llu", e->stream);
     if (e->device_ms >= 0) fprintf(f, ", \"device_time_us\": %.3f", e->device_ms * 1e3);
     fputs("}}", f);
 }

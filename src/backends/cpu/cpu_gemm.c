@@ -37,6 +37,7 @@ static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static bool use_onednn;
 static char engine_name[96];
 
+#ifdef CTORCH_HAVE_DNNL /* oneDNN's engine is chosen by these; OpenBLAS needs neither */
 static bool cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
@@ -45,6 +46,7 @@ static bool cpu_has_avx2_fma(void) {
     return false;
 #endif
 }
+#endif
 
 static const char *x86_level(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -70,6 +72,7 @@ static void choose_engine(void) {
 
 /* Inside one of ctorch's parallel regions oneDNN runs on the calling
  * thread alone, so its sums cannot depend on the thread count. */
+#ifdef CTORCH_HAVE_DNNL
 static bool omp_in_parallel_region(void) {
 #ifdef CTORCH_HAVE_OPENMP
     return omp_in_parallel();
@@ -77,6 +80,7 @@ static bool omp_in_parallel_region(void) {
     return false;
 #endif
 }
+#endif
 
 static bool onednn_engine(void) {
     pthread_once(&engine_once, choose_engine);
