@@ -2,9 +2,12 @@
  * test_quantize.c — the int8 dtype and dynamic quantization: int8 facts,
  * promotion, conversions (truncate then wrap), printing, arithmetic and
  * safetensors; the uint8×int8 GEMM bit-exact against an int64 reference on
- * every kernel this CPU runs (and the path choice); ct_int_mm; the
- * quantized linear within the error bound its scales give; quantize_dynamic
- * on an MLP (every Linear replaced, outputs close, state_dict, clone); the
+ * every kernel this CPU runs (and the path choice), in full range and
+ * 7-bit, with the fused dequantization; the vectorised activation and
+ * row-sum helpers against their scalar forms; ct_int_mm; the quantized
+ * linear within the error bound its scales give and with 7-bit activations;
+ * quantize_dynamic on an MLP (every Linear replaced, outputs close,
+ * state_dict, clone) and its cached row sums following weight changes; the
  * refusals; the same ops on OpenCL.
  */
 #include <float.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu_qgemm.h"
+#include "ops/quantized.h"
 #include "ctorch/quantization.h"
 #include "testutil.h"
 
@@ -144,7 +148,7 @@ static void reference(int64_t m, int64_t n, int64_t k, const uint8_t *a, const i
 }
 
 static const int64_t g_shapes[][3] = {{1, 1, 1},   {3, 17, 5},  {2, 4, 16},   {5, 3, 33}, {7, 9, 64},
-                                      {1, 10, 784}, {64, 129, 300}, {65, 65, 1024}, {4, 1, 0}};
+                                      {1, 10, 784}, {64, 129, 300}, {65, 65, 1024}, {4, 1, 0}, {3, 5, 50}};
 
 static void test_qgemm_exact_every_path(void) {
     int ran = 0;
@@ -175,6 +179,89 @@ static void test_qgemm_exact_every_path(void) {
                (int)(sizeof g_shapes / sizeof *g_shapes));
     }
     CT_EXPECT(ran >= 2); /* auto and scalar at least */
+}
+
+/* The 7-bit kernel (A in 0..127, B any int8: pair sums stay within int16)
+ * and the fused dequantization, on every path: the integers exact, the
+ * floats the same bits as the epilogue's formula computed here. */
+static void test_qgemm_u7_and_fused_every_path(void) {
+    for (int path = CT_QGEMM_AUTO; path < CT_QGEMM_NPATHS; path++) {
+        if (!ct_cpu_qgemm_supported((ct_qgemm_path)path)) continue;
+        for (size_t s = 0; s < sizeof g_shapes / sizeof *g_shapes; s++) {
+            const int64_t m = g_shapes[s][0], n = g_shapes[s][1], k = g_shapes[s][2];
+            uint8_t *a = malloc((size_t)(m * k + 1));
+            int8_t *b = malloc((size_t)(n * k + 1));
+            int32_t *c = malloc(sizeof(int32_t) * (size_t)(m * n)), *rs = malloc(sizeof(int32_t) * (size_t)n);
+            int64_t *r = malloc(sizeof(int64_t) * (size_t)(m * n));
+            float *y = malloc(sizeof(float) * (size_t)(m * n)), *bs = malloc(sizeof(float) * (size_t)n);
+            float *bias = malloc(sizeof(float) * (size_t)n);
+            /* extremes: 127 × -128 gives the most negative pair sum, -32512 */
+            for (int64_t i = 0; i < m * k; i++) a[i] = (uint8_t)(s % 2 ? ct_test_randint(0, 128) : (i % 7 ? 127 : 0));
+            for (int64_t i = 0; i < n * k; i++) b[i] = (int8_t)(s % 2 ? ct_test_randint(-128, 128) : (i % 5 ? -128 : 127));
+            for (int64_t j = 0; j < n; j++) bs[j] = 0.001f * (float)(j + 1), bias[j] = 0.25f * (float)j - 1.0f;
+            reference(m, n, k, a, b, r);
+            ct_cpu_qgemm_u7s8((ct_qgemm_path)path, m, n, k, a, k, b, k, c, n);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < m * n; i++) bad += c[i] != r[i];
+            ct_cpu_qrow_sums(n, k, b, k, rs);
+            for (int64_t j = 0; j < n; j++) {
+                int64_t want = 0;
+                for (int64_t p = 0; p < k; p++) want += b[j * k + p];
+                bad += rs[j] != want;
+            }
+            const int32_t zp = 37;
+            const float as = 0.0123f;
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                const ct_qgemm_dequant dq = {zp, as, rs, bs, with_bias ? bias : NULL, y, n};
+                ct_cpu_qlinear_u7s8((ct_qgemm_path)path, m, n, k, a, k, b, k, &dq);
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        float v = (float)(r[i * n + j] - (int64_t)zp * rs[j]) * (as * bs[j]);
+                        if (with_bias) v += bias[j];
+                        bad += memcmp(&v, &y[i * n + j], sizeof v) != 0;
+                    }
+            }
+            CT_EXPECT_MSG(bad == 0, "7-bit path %s, %lldx%lldx%lld: %lld wrong", ct_cpu_qgemm_name((ct_qgemm_path)path),
+                          (long long)m, (long long)n, (long long)k, (long long)bad);
+            free(a), free(b), free(c), free(rs), free(r), free(y), free(bs), free(bias);
+        }
+    }
+}
+
+/* The vectorised activation passes give the scalar forms' bits: ties round
+ * to even, out-of-range values clamp, NaN quantizes to 0 and is skipped by
+ * min/max; lengths that are not a multiple of the vector width. */
+static void test_activation_helpers(void) {
+    const int64_t n = 203;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    uint8_t *q = malloc((size_t)n);
+    const float inv = 4.0f; /* x · 4 is exact, so k + 0.5 ties are real ties */
+    for (int64_t i = 0; i < n; i++) x[i] = ((float)(i % 61) - 20.0f) / 8.0f; /* steps of 0.5 after scaling */
+    x[7] = NAN, x[50] = 1e9f, x[51] = -1e9f;
+    ct_cpu_quantize_u8(x, n, inv, 9, 127, q);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = isnan(x[i]) ? 0.0f : nearbyintf(x[i] * inv) + 9.0f;
+        v = v < 0 ? 0 : v > 127 ? 127 : v;
+        bad += q[i] != (uint8_t)v;
+    }
+    CT_EXPECT_MSG(bad == 0, "%lld quantized values differ from the scalar form", (long long)bad);
+    CT_EXPECT(q[7] == 0 && q[50] == 127 && q[51] == 0);
+    /* 2.5 → 2 and 3.5 → 4 (half to even): x = 0.625 and 0.875 */
+    const float ties[2] = {0.625f, 0.875f};
+    uint8_t tq[2];
+    ct_cpu_quantize_u8(ties, 2, inv, 0, 127, tq);
+    CT_EXPECT(tq[0] == 2 && tq[1] == 4);
+    float lo = 0, hi = 0;
+    ct_cpu_minmax_f32(x, n, &lo, &hi);
+    CT_EXPECT(lo == -1e9f && hi == 1e9f);
+    x[50] = 0, x[51] = 0;
+    ct_cpu_minmax_f32(x, n, &lo, &hi);
+    CT_EXPECT_NEAR(lo, -20.0 / 8.0, 0.0);
+    CT_EXPECT_NEAR(hi, 40.0 / 8.0, 0.0);
+    ct_cpu_minmax_f32(x, 0, &lo, &hi);
+    CT_EXPECT(isinf(lo) && lo > 0 && isinf(hi) && hi < 0);
+    free(x), free(q);
 }
 
 /* The choice follows CPUID: the best path is supported, and every faster
@@ -235,7 +322,7 @@ static void check_against_float(const double *x, int64_t m, int64_t k, const dou
                                  const ct_tensor *y, const ct_tensor *wscale) {
     double lo = 0, hi = 0;
     for (int64_t i = 0; i < m * k; i++) lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
-    const double sx = (hi - lo) / 255.0;
+    const double sx = (hi - lo) / CT_QLINEAR_ACT_QMAX; /* 7-bit activations */
     double *sw = ct_test_values(wscale), *got = ct_test_values(y);
     int64_t bad = 0;
     double worst = 0;
@@ -287,6 +374,23 @@ static void test_quantized_linear_bound(void) {
     }
 }
 
+/* Activations get 7 bits (0..127, PyTorch's reduce_range): with w = 1
+ * (q = 127, scale 1/127) and x in [0, 1], y = round(127·x) / 127. */
+static void test_quantized_linear_7bit(void) {
+    CT_SCOPE {
+        const double xv[] = {0.0, 1.0, 0.5, 0.25}, wv[] = {1.0};
+        ct_tensor *q = NULL, *sc = NULL;
+        CT_EXPECT(ct_quantize_weight_int8(ct_test_tensor(wv, CT_SHAPE(1, 1), CT_FLOAT32), &q, &sc) == CT_OK);
+        ct_tensor *y = ct_quantized_linear_dynamic(ct_test_tensor(xv, CT_SHAPE(4, 1), CT_FLOAT32), q, sc, NULL);
+        double *g = ct_test_values(y);
+        /* 0.5·127 = 63.5 → 64 (even), 0.25·127 = 31.75 → 32; with 255 levels
+         * 0.5 would give 128/255 = 0.50196 */
+        const double want[] = {0.0, 1.0, 64.0 / 127.0, 32.0 / 127.0};
+        for (int i = 0; g && i < 4; i++) CT_EXPECT_NEAR(g[i], want[i], 1e-6);
+        free(g);
+    }
+}
+
 static ct_module *small_mlp(void) {
     return CT_SEQUENTIAL(ct_nn_flatten(1, -1), ct_nn_linear(64, 48, true), ct_nn_relu(),
                          CT_SEQUENTIAL(ct_nn_linear(48, 32, false), ct_nn_tanh()), ct_nn_linear(32, 10, true));
@@ -329,7 +433,9 @@ static void test_quantize_dynamic_mlp(void) {
         CT_EXPECT(c != NULL);
         ct_tensor *gc = NULL;
         CT_NO_GRAD { gc = ct_forward(c, x); }
-        CT_EXPECT(gc && ct_test_close(__FILE__, __LINE__, "clone", gc, ct_test_values(got), 160, 0, 0));
+        double *want = ct_test_values(got);
+        CT_EXPECT(gc && ct_test_close(__FILE__, __LINE__, "clone", gc, want, 160, 0, 0));
+        free(want);
         ct_module_free(c);
         /* in place: the same pointer comes back */
         CT_EXPECT(ct_quantize_dynamic(model, true) == model);
@@ -337,6 +443,50 @@ static void test_quantize_dynamic_mlp(void) {
         ct_module_free(q);
     }
     ct_module_free(model);
+}
+
+/* The module's cached weight row sums: its output is the op's on the same
+ * buffers, bit for bit, and follows in-place writes to the weight (the
+ * version changes) and a replaced weight buffer; a clone starts fresh. */
+static void expect_module_matches_op(ct_module *q, const ct_tensor *x, const char *what) {
+    CT_SCOPE CT_NO_GRAD {
+        ct_tensor *ym = ct_forward(q, x);
+        ct_tensor *yo = ct_quantized_linear_dynamic(x, ct_module_buffer(q, "weight"),
+                                                    ct_module_buffer(q, "weight_scale"), ct_module_buffer(q, "bias"));
+        double *o = ct_test_values(yo);
+        CT_EXPECT_MSG(ym && o && ct_test_close(__FILE__, __LINE__, what, ym, o, ct_numel(yo), 0, 0), "%s", what);
+        free(o);
+    }
+}
+
+static void test_quantize_dynamic_row_sum_cache(void) {
+    ct_module *lin = ct_nn_linear(70, 33, true);
+    ct_module *q = ct_quantize_dynamic(lin, false);
+    CT_EXPECT(q != NULL);
+    CT_SCOPE {
+        ct_tensor *x = ct_test_random(CT_SHAPE(5, 70), CT_FLOAT32, -1, 2, NULL);
+        expect_module_matches_op(q, x, "fresh module");
+        expect_module_matches_op(q, ct_narrow(x, 0, 0, 1), "batch 1");
+        /* in place, through the API: the version moves, the sums follow */
+        ct_tensor *w = ct_module_buffer(q, "weight");
+        ct_tensor *w2 = ct_to_dtype(ct_test_random(CT_SHAPE(33, 70), CT_FLOAT32, -128, 127, NULL), CT_INT8);
+        CT_EXPECT(ct_copy_(w, w2) == CT_OK);
+        expect_module_matches_op(q, x, "after copy_ into the weight");
+        CT_EXPECT(ct_fill_(w, 3.0) == CT_OK);
+        expect_module_matches_op(q, x, "after fill_ of the weight");
+        /* load_state_dict writes in place as well */
+        ct_tensor_dict *sd = ct_tensor_dict_new();
+        CT_EXPECT(ct_tensor_dict_set(sd, "weight", w2) == CT_OK);
+        CT_EXPECT(ct_module_load_state_dict(q, sd, false) == CT_OK);
+        ct_tensor_dict_free(sd);
+        expect_module_matches_op(q, x, "after load_state_dict");
+        /* a clone computes its own */
+        ct_module *c = ct_module_clone(q, ct_device_cpu());
+        CT_EXPECT(c != NULL);
+        if (c) expect_module_matches_op(c, x, "clone");
+        ct_module_free(c);
+    }
+    ct_module_free(q), ct_module_free(lin);
 }
 
 static void test_quantize_errors(void) {
@@ -416,10 +566,14 @@ int main(int argc, char **argv) {
     CT_RUN(test_int8_arithmetic);
     CT_RUN(test_int8_safetensors);
     CT_RUN(test_qgemm_exact_every_path);
+    CT_RUN(test_qgemm_u7_and_fused_every_path);
+    CT_RUN(test_activation_helpers);
     CT_RUN(test_qgemm_path_choice);
     CT_RUN(test_int_mm);
     CT_RUN(test_quantized_linear_bound);
+    CT_RUN(test_quantized_linear_7bit);
     CT_RUN(test_quantize_dynamic_mlp);
+    CT_RUN(test_quantize_dynamic_row_sum_cache);
     CT_RUN(test_quantize_errors);
     CT_RUN(test_quantized_on_opencl);
     return ct_test_finish();

@@ -8,14 +8,14 @@
  * - weights: int8, symmetric, per output channel: scale[n] =
  *   max(max_k |w[n,k]| / 127, FLT_EPSILON), q = round(w / scale) in
  *   [-127, 127]; the bias stays float32.
- * - activations: quantized at every forward, per tensor, asymmetric uint8
- *   over [min(x, 0), max(x, 0)]: scale = (max - min) / 255, zero_point =
- *   round(-min / scale), q = clamp(round(x / scale) + zero_point, 0, 255).
- *   PyTorch's fbgemm uses the same scheme with reduce_range (0..127), which
- *   it needs because vpmaddubsw saturates; ctorch's kernels are exact on the
- *   full 0..255 range, so it keeps the extra bit.
+ * - activations: quantized at every forward, per tensor, asymmetric 7-bit
+ *   uint8 over [min(x, 0), max(x, 0)]: scale = (max - min) / 127,
+ *   zero_point = round(-min / scale), q = clamp(round(x / scale) +
+ *   zero_point, 0, 127): PyTorch's reduce_range, which its x86 dynamic
+ *   Linear always uses; ctorch uses it on every CPU path, so results do not
+ *   depend on the CPU and the AVX2 kernel can use vpmaddubsw exactly.
  * - y[m,n] = x_scale · w_scale[n] · Σ_k (xq[m,k] − zp) · wq[n,k] + bias[n],
- *   the sum exact in int32 (in_features ≤ 65793).
+ *   the sum exact in int32 (in_features ≤ 132104).
  * Inference only: no backward; a quantized module refuses training mode
  * and inputs that require grad while grad mode is on.
  */

@@ -4,8 +4,11 @@
  * (ctorch/quantization.h has the scheme).
  *
  * On the CPU the work happens on host memory around the int8 GEMM of
- * cpu_gemm_int8.c (quantize, multiply, dequantize: three passes, no
- * temporaries beyond the byte and int32 buffers). Other devices have no
+ * cpu_gemm_int8.c: one vectorised pass for the activations' range, one to
+ * quantize them (the only temporary: m·k bytes), then the GEMM with the
+ * dequantization and bias fused into its stores, writing the float output
+ * directly. The weight row sums for the zero-point correction come cached
+ * from the module (ops/quantized.h) or are computed here. Other devices have no
  * int8 GEMM of their own yet, so they compute the same integers with
  * tensor ops: the quantized values as int32 tensors and the integer matmul
  * kernel (matmul_int.kh), which is exact; the float steps may differ from
@@ -19,10 +22,10 @@
 #include "backends/cpu/cpu_qgemm.h"
 #include "core/internal.h"
 #include "ctorch/autograd.h"
-#include "ctorch/quantization.h"
+#include "ops/quantized.h"
 
-/* Σ_k (xq - zp)·wq ≤ k·255·128 must fit an int32. */
-#define QLINEAR_MAX_K 65793
+/* |Σ_k (xq - zp)·wq| ≤ k·127·128 must fit an int32. */
+#define QLINEAR_MAX_K 132104
 
 static bool on_cpu(const ct_tensor *t) { return ct_device_of(t).type == CT_DEVICE_CPU; }
 
@@ -143,15 +146,16 @@ typedef struct act_qparams {
     int32_t zero_point;
 } act_qparams;
 
-/* PyTorch's choose_qparams for uint8 over [min(lo, 0), max(hi, 0)]. */
+/* PyTorch's choose_qparams for quint8 with reduce_range (0..127) over
+ * [min(lo, 0), max(hi, 0)]. */
 static act_qparams choose_qparams(double lo, double hi) {
     lo = fmin(lo, 0.0), hi = fmax(hi, 0.0);
     act_qparams p;
-    p.scale = (float)((hi - lo) / 255.0);
+    p.scale = (float)((hi - lo) / CT_QLINEAR_ACT_QMAX);
     if (!(p.scale > 0.0f) || !isfinite(p.scale)) p.scale = 1.0f; /* all zeros: any scale is exact */
     p.inv_scale = 1.0f / p.scale;
     double zp = nearbyint(-lo / (double)p.scale);
-    p.zero_point = (int32_t)(zp < 0 ? 0 : zp > 255 ? 255 : zp);
+    p.zero_point = (int32_t)(zp < 0 ? 0 : zp > CT_QLINEAR_ACT_QMAX ? CT_QLINEAR_ACT_QMAX : zp);
     return p;
 }
 
@@ -175,7 +179,7 @@ static bool qlinear_check(const ct_tensor *x, const ct_tensor *w, const ct_tenso
                  "%s: input's last dimension (%lld) must equal in_features (%lld)", op,
                  (long long)(ct_ndim(x) >= 1 ? ct_size(x, -1) : 0), (long long)k);
     CT_CHECK_RET(k <= QLINEAR_MAX_K, false, CT_ERR_INVALID_ARG,
-                 "%s: in_features %lld is above %d, where int32 sums of uint8·int8 products could overflow", op,
+                 "%s: in_features %lld is above %d, where int32 sums of 7-bit·int8 products could overflow", op,
                  (long long)k, QLINEAR_MAX_K);
     CT_CHECK_RET(!(ct_is_grad_enabled() && ct_requires_grad(x)), false, CT_ERR_STATE,
                  "%s: quantized ops are inference-only (no backward), but the input requires grad; run it under "
@@ -184,36 +188,19 @@ static bool qlinear_check(const ct_tensor *x, const ct_tensor *w, const ct_tenso
     return ct_check_same_device(op, all, b ? 4 : 3);
 }
 
-/* The CPU path, on contiguous x [m, k]; y [m, n] float32. Buffers: xq m·k
- * bytes, acc m·n int32, wsum n int32. */
+/* The CPU path, on contiguous x [m, k]; y [m, n] float32; xq m·k bytes. */
 static void qlinear_cpu(const float *x, int64_t m, int64_t k, const int8_t *w, int64_t n, const float *ws,
-                        const float *bias, float *y, uint8_t *xq, int32_t *acc, int32_t *wsum) {
-    float lo = INFINITY, hi = -INFINITY;
-    const int64_t mk = m * k;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) if (mk >= 65536)
-    for (int64_t i = 0; i < mk; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
+                        const float *bias, const int32_t *wsum, float *y, uint8_t *xq) {
+    float lo, hi;
+    ct_cpu_minmax_f32(x, m * k, &lo, &hi);
     const act_qparams qp = choose_qparams(lo, hi);
-    const float zpf = (float)qp.zero_point;
-#pragma omp parallel for if (mk >= 65536)
-    for (int64_t i = 0; i < mk; i++) {
-        float v = nearbyintf(x[i] * qp.inv_scale) + zpf;
-        xq[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
-    }
-#pragma omp parallel for if (n * k >= 65536)
-    for (int64_t j = 0; j < n; j++) {
-        int32_t s = 0;
-        const int8_t *row = w + j * k;
-#pragma omp simd reduction(+ : s)
-        for (int64_t p = 0; p < k; p++) s += row[p];
-        wsum[j] = s * qp.zero_point; /* |k·127·255| fits (k ≤ QLINEAR_MAX_K) */
-    }
-    ct_cpu_qgemm_u8s8(CT_QGEMM_AUTO, m, n, k, xq, k, w, k, acc, n);
-#pragma omp parallel for if (m * n >= 65536)
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            float v = (float)(acc[i * n + j] - wsum[j]) * (qp.scale * ws[j]);
-            y[i * n + j] = bias ? v + bias[j] : v;
-        }
+    ct_cpu_quantize_u8(x, m * k, qp.inv_scale, qp.zero_point, CT_QLINEAR_ACT_QMAX, xq);
+    const ct_qgemm_dequant dq = {qp.zero_point, qp.scale, wsum, ws, bias, y, n};
+    ct_cpu_qlinear_u7s8(CT_QGEMM_AUTO, m, n, k, xq, k, w, k, &dq);
+}
+
+void cti_qlinear_row_sums(const ct_tensor *weight, int32_t *sums) {
+    ct_cpu_qrow_sums(ct_size(weight, 0), ct_size(weight, 1), ct_data_ptr(weight), ct_size(weight, 1), sums);
 }
 
 /* The same integers with tensor ops, for devices without an int8 GEMM. */
@@ -221,15 +208,41 @@ static ct_tensor *qlinear_generic(const ct_tensor *x2, const ct_tensor *w, const
     double lo, hi;
     if (ct_item_checked(ct_min_all(x2), &lo) != CT_OK || ct_item_checked(ct_max_all(x2), &hi) != CT_OK) return NULL;
     const act_qparams qp = choose_qparams(lo, hi);
-    ct_tensor *q = ct_clamp(ct_add_scalar(ct_round(ct_mul_scalar(x2, (double)qp.inv_scale)), qp.zero_point), 0, 255);
+    ct_tensor *q = ct_clamp(ct_add_scalar(ct_round(ct_mul_scalar(x2, (double)qp.inv_scale)), qp.zero_point), 0,
+                            CT_QLINEAR_ACT_QMAX);
     q = ct_to_dtype(ct_sub_scalar(q, qp.zero_point), CT_INT32);
     ct_tensor *acc = ct_mm(q, ct_t(ct_to_dtype(w, CT_INT32)));
     ct_tensor *y = ct_mul(ct_to_dtype(acc, CT_FLOAT32), ct_mul_scalar(ws, (double)qp.scale));
     return b ? ct_add(y, b) : y;
 }
 
-ct_tensor *ct_quantized_linear_dynamic(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *weight_scale,
-                                       const ct_tensor *bias) {
+/* The CPU forward on x2 [m, k]: the output, or NULL with the error set. */
+static ct_tensor *qlinear_cpu_tensor(const ct_tensor *x2, const ct_tensor *weight, const ct_tensor *weight_scale,
+                                     const ct_tensor *bias, const int32_t *row_sums) {
+    const int64_t m = ct_size(x2, 0), k = ct_size(x2, 1), n = ct_size(weight, 0);
+    ct_tensor *xc = ct_contiguous(x2), *wc = ct_contiguous(weight), *sc = ct_contiguous(weight_scale);
+    ct_tensor *bc = bias ? ct_contiguous(bias) : NULL;
+    ct_tensor *out = ct_empty(CT_SHAPE(m, n), .dtype = CT_FLOAT32);
+    if (!xc || !wc || !sc || !out || (bias && !bc)) return NULL;
+    uint8_t *xq = malloc((size_t)(m * k > 0 ? m * k : 1));
+    int32_t *wsum = row_sums ? NULL : malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    ct_tensor *y = NULL;
+    if (!xq || (!row_sums && !wsum)) {
+        ct_error_set(CT_ERR_OOM, "quantized::linear_dynamic: out of memory for a %lldx%lld input", (long long)m,
+                     (long long)k);
+    } else {
+        if (!row_sums) cti_qlinear_row_sums(wc, wsum);
+        qlinear_cpu(ct_data_ptr(xc), m, k, ct_data_ptr(wc), n, ct_data_ptr(sc), bc ? ct_data_ptr(bc) : NULL,
+                    row_sums ? row_sums : wsum, ct_data_ptr(out), xq);
+        y = out;
+    }
+    free(xq), free(wsum);
+    return y;
+}
+
+ct_tensor *cti_quantized_linear_dynamic(const ct_tensor *input, const ct_tensor *weight,
+                                        const ct_tensor *weight_scale, const ct_tensor *bias,
+                                        const int32_t *row_sums) {
     if (!qlinear_check(input, weight, weight_scale, bias)) return NULL;
     const int64_t n = ct_size(weight, 0), k = ct_size(weight, 1), m = k ? ct_numel(input) / k : 0;
     int64_t shape[CT_MAX_DIMS];
@@ -240,26 +253,14 @@ ct_tensor *ct_quantized_linear_dynamic(const ct_tensor *input, const ct_tensor *
     CT_NO_GRAD CT_SCOPE {
         ct_tensor *x2 = ct_reshape(input, CT_SHAPE(m, k));
         ct_tensor *y = NULL;
-        if (x2 && !on_cpu(input)) {
-            y = qlinear_generic(x2, weight, weight_scale, bias);
-        } else if (x2) {
-            ct_tensor *xc = ct_contiguous(x2), *wc = ct_contiguous(weight), *sc = ct_contiguous(weight_scale);
-            ct_tensor *bc = bias ? ct_contiguous(bias) : NULL;
-            ct_tensor *out = ct_empty(CT_SHAPE(m, n), .dtype = CT_FLOAT32);
-            uint8_t *xq = malloc((size_t)(m * k > 0 ? m * k : 1));
-            int32_t *acc = malloc(sizeof(int32_t) * (size_t)(m * n > 0 ? m * n : 1));
-            int32_t *wsum = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
-            if (!xq || !acc || !wsum)
-                ct_error_set(CT_ERR_OOM, "quantized::linear_dynamic: out of memory for a %lldx%lld input",
-                             (long long)m, (long long)k);
-            else if (xc && wc && sc && out && (bc || !bias)) {
-                qlinear_cpu(ct_data_ptr(xc), m, k, ct_data_ptr(wc), n, ct_data_ptr(sc), bc ? ct_data_ptr(bc) : NULL,
-                            ct_data_ptr(out), xq, acc, wsum);
-                y = out;
-            }
-            free(xq), free(acc), free(wsum);
-        }
-        if (y) result = ct_keep(ct_reshape(y, ct_shape_make(nd, shape)));
+        if (x2 && !on_cpu(input)) y = qlinear_generic(x2, weight, weight_scale, bias);
+        else if (x2) y = qlinear_cpu_tensor(x2, weight, weight_scale, bias, row_sums);
+        if (y) result = ct_keep(nd == 2 ? y : ct_reshape(y, ct_shape_make(nd, shape)));
     }
     return result;
+}
+
+ct_tensor *ct_quantized_linear_dynamic(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *weight_scale,
+                                       const ct_tensor *bias) {
+    return cti_quantized_linear_dynamic(input, weight, weight_scale, bias, NULL);
 }

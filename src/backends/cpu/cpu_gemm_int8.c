@@ -1,18 +1,23 @@
 /*
  * cpu_gemm_int8.c — the uint8 × int8 → int32 GEMM behind dynamic
- * quantization (cpu_qgemm.h has the contract).
+ * quantization (cpu_qgemm.h has the contract), with the quantized linear's
+ * dequantization fused into its stores.
  *
  * Both operands have K-contiguous rows (activations [m, k], a Linear weight
  * [n, k]), so each output is a dot product of two byte rows. A 2×4 tile of
  * outputs is computed at a time: every A row loaded is used against four B
- * rows and every B row against two A rows, with eight vector accumulators
- * (13 of the 16 AVX2 registers). Edge tiles repeat their last row or column
- * and drop the copies on store, so one tile kernel serves every shape.
- * Threads split the (row block, column block) grid; each block's 64 weight
- * rows stay in L2 while the activation rows stream past.
+ * rows and every B row against two A rows, with eight vector accumulators.
+ * A single-row tile serves m = 1 (and odd m's last row) so a batch-1
+ * forward streams each weight row once with no repeated work. Edge tiles
+ * repeat their last column and drop the copies on store, so one tile kernel
+ * serves every shape. Threads split the (row block, column block) grid;
+ * each block's 64 weight rows stay in L2 while the activation rows stream
+ * past.
  *
  * The kernels are compiled with target attributes (no -m flags for the
  * whole file) and picked once from CPUID, like cpu_gemm.c's engine.
+ * cpu_qlinear_aux.c has the helpers around the product (activation
+ * quantization, weight row sums).
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -82,6 +87,76 @@ __attribute__((target("avx2"))) static void tile_avx2(const uint8_t *const a[MR]
     for (int r = 0; r < MR; r++)
         for (int q = 0; q < NR; q++) out[r][q] = hsum256(acc[r][q]);
     tail_dot(a, b, p, k, out);
+}
+
+/* The four sums of one row's accumulators (columns 0..3) in one vector. */
+__attribute__((target("avx2"))) static inline __m128i hsum4x256(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+    const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(c0, c1), _mm256_hadd_epi32(c2, c3));
+    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+}
+
+/* One 32-byte step of the 7-bit kernel: vpmaddubsw gives exact int16 pair
+ * sums (A ≤ 127), vpmaddwd against ones widens them to int32. */
+__attribute__((always_inline, target("avx2"))) static inline void u7_step(int mr, __m256i acc[MR][NR],
+                                                                           const uint8_t *const a[MR],
+                                                                           const int8_t *const b[NR], int64_t p) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i av[MR];
+    for (int r = 0; r < mr; r++) av[r] = _mm256_loadu_si256((const __m256i *)(const void *)(a[r] + p));
+    for (int q = 0; q < NR; q++) {
+        const __m256i bv = _mm256_loadu_si256((const __m256i *)(const void *)(b[q] + p));
+        for (int r = 0; r < mr; r++)
+            acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(av[r], bv), ones));
+    }
+}
+
+/* The same on 16 bytes (zero upper half): k = 784 has a 16-byte tail. */
+__attribute__((always_inline, target("avx2"))) static inline void u7_step16(int mr, __m256i acc[MR][NR],
+                                                                             const uint8_t *const a[MR],
+                                                                             const int8_t *const b[NR], int64_t p) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i av[MR];
+    for (int r = 0; r < mr; r++) av[r] = _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(a[r] + p)));
+    for (int q = 0; q < NR; q++) {
+        const __m256i bv = _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b[q] + p)));
+        for (int r = 0; r < mr; r++)
+            acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(av[r], bv), ones));
+    }
+}
+
+/* mr rows (1 or 2, a constant after inlining); a 16-byte step, then
+ * zero-padded copies take the last k % 32 bytes, so there is no scalar
+ * tail. */
+__attribute__((always_inline, target("avx2"))) static inline void tile_u7_body(int mr, const uint8_t *const a[MR],
+                                                                                const int8_t *const b[NR], int64_t k,
+                                                                                int32_t out[MR][NR]) {
+    __m256i acc[MR][NR];
+    for (int r = 0; r < mr; r++)
+        for (int q = 0; q < NR; q++) acc[r][q] = _mm256_setzero_si256();
+    int64_t p = 0;
+    for (; p + 32 <= k; p += 32) u7_step(mr, acc, a, b, p);
+    if (p + 16 <= k) u7_step16(mr, acc, a, b, p), p += 16;
+    if (p < k) {
+        _Alignas(32) uint8_t at[MR][32] = {{0}};
+        _Alignas(32) int8_t bt[NR][32] = {{0}};
+        const uint8_t *ap[MR];
+        const int8_t *bp[NR];
+        for (int r = 0; r < mr; r++) memcpy(at[r], a[r] + p, (size_t)(k - p)), ap[r] = at[r];
+        for (int q = 0; q < NR; q++) memcpy(bt[q], b[q] + p, (size_t)(k - p)), bp[q] = bt[q];
+        u7_step(mr, acc, ap, bp, 0);
+    }
+    for (int r = 0; r < mr; r++)
+        _mm_storeu_si128((__m128i *)(void *)out[r], hsum4x256(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+}
+
+__attribute__((target("avx2"))) static void tile_u7_avx2(const uint8_t *const a[MR], const int8_t *const b[NR],
+                                                         int64_t k, int32_t out[MR][NR]) {
+    tile_u7_body(2, a, b, k, out);
+}
+
+__attribute__((target("avx2"))) static void tile1_u7_avx2(const uint8_t *const a[MR], const int8_t *const b[NR],
+                                                          int64_t k, int32_t out[MR][NR]) {
+    tile_u7_body(1, a, b, k, out);
 }
 
 /* vpdpbusd: four u8·s8 products summed into each int32 lane, wrapping
@@ -177,15 +252,21 @@ const char *ct_cpu_qgemm_name(ct_qgemm_path path) {
     }
 }
 
-static tile_fn tile_for(ct_qgemm_path path) {
+/* The full tile and the single-row tile (NULL: the full one, whose second
+ * row repeats the first) for path, 7-bit A or not. */
+typedef struct tiles {
+    tile_fn full, one_row;
+} tiles;
+
+static tiles tiles_for(ct_qgemm_path path, bool a7) {
     if (!ct_cpu_qgemm_supported(path) || path == CT_QGEMM_AUTO) path = ct_cpu_qgemm_best();
     switch (path) {
 #ifdef CT_QGEMM_X86
-    case CT_QGEMM_AVX2: return tile_avx2;
-    case CT_QGEMM_AVX_VNNI: return tile_avx_vnni;
-    case CT_QGEMM_AVX512_VNNI: return tile_avx512_vnni;
+    case CT_QGEMM_AVX2: return a7 ? (tiles){tile_u7_avx2, tile1_u7_avx2} : (tiles){tile_avx2, NULL};
+    case CT_QGEMM_AVX_VNNI: return (tiles){tile_avx_vnni, NULL};
+    case CT_QGEMM_AVX512_VNNI: return (tiles){tile_avx512_vnni, NULL};
 #endif
-    default: return tile_scalar;
+    default: return (tiles){tile_scalar, NULL};
     }
 }
 
@@ -193,34 +274,82 @@ static tile_fn tile_for(ct_qgemm_path path) {
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
-/* Rows [i0, i1) × columns [j0, j1) of C. */
-static void run_block(tile_fn tile, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t k,
-                      const uint8_t *a, int64_t lda, const int8_t *b, int64_t ldb, int32_t *c,
-                      int64_t ldc) {
-    for (int64_t i = i0; i < i1; i += MR)
+/* Where a tile's outputs go: int32 C, or the fused dequantization. */
+typedef struct qgemm_out {
+    int32_t *c;
+    int64_t ldc;
+    const ct_qgemm_dequant *dq;
+} qgemm_out;
+
+static void store_tile(const qgemm_out *o, int64_t i, int64_t rows, int64_t j, int64_t cols, int32_t t[MR][NR]) {
+    const ct_qgemm_dequant *dq = o->dq;
+    if (!dq) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t q = 0; q < cols; q++) o->c[(i + r) * o->ldc + j + q] = t[r][q];
+        return;
+    }
+    float colscale[NR], bias[NR];
+    uint32_t off[NR];
+    for (int64_t q = 0; q < cols; q++) {
+        colscale[q] = dq->a_scale * dq->b_scale[j + q];
+        bias[q] = dq->bias ? dq->bias[j + q] : 0.0f;
+        off[q] = (uint32_t)dq->a_zero_point * (uint32_t)dq->b_row_sum[j + q];
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        float *y = dq->y + (i + r) * dq->ldy + j;
+        for (int64_t q = 0; q < cols; q++) {
+            const float v = (float)(int32_t)((uint32_t)t[r][q] - off[q]) * colscale[q];
+            y[q] = dq->bias ? v + bias[q] : v;
+        }
+    }
+}
+
+/* Rows [i0, i1) × columns [j0, j1) of the output. */
+static void run_block(tiles tl, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t k, const uint8_t *a,
+                      int64_t lda, const int8_t *b, int64_t ldb, const qgemm_out *o) {
+    for (int64_t i = i0; i < i1; i += MR) {
+        const int64_t rows = min64(MR, i1 - i);
+        const tile_fn tile = rows == 1 && tl.one_row ? tl.one_row : tl.full;
+        const uint8_t *ap[MR];
+        for (int r = 0; r < MR; r++) ap[r] = a + min64(i + r, i1 - 1) * lda;
         for (int64_t j = j0; j < j1; j += NR) {
-            const uint8_t *ap[MR];
             const int8_t *bp[NR];
-            for (int r = 0; r < MR; r++) ap[r] = a + min64(i + r, i1 - 1) * lda;
             for (int q = 0; q < NR; q++) bp[q] = b + min64(j + q, j1 - 1) * ldb;
             int32_t t[MR][NR];
             tile(ap, bp, k, t);
-            for (int r = 0; r < MR && i + r < i1; r++)
-                for (int q = 0; q < NR && j + q < j1; q++) c[(i + r) * ldc + j + q] = t[r][q];
+            store_tile(o, i, rows, j, min64(NR, j1 - j), t);
         }
+    }
 }
 
-void ct_cpu_qgemm_u8s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a,
-                       int64_t lda, const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
+static void qgemm(tiles tl, int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *b,
+                  int64_t ldb, const qgemm_out *o) {
     if (m <= 0 || n <= 0) return;
-    const tile_fn tile = tile_for(path);
     const int64_t mb = (m + BLOCK_M - 1) / BLOCK_M, nb = (n + BLOCK_N - 1) / BLOCK_N;
     const int64_t blocks = mb * nb;
     const double work = (double)m * (double)n * (double)k;
 #pragma omp parallel for schedule(static) if (work >= PARALLEL_WORK && blocks > 1)
     for (int64_t t = 0; t < blocks; t++) {
         const int64_t bi = t % mb, bj = t / mb; /* neighbours share a weight block */
-        run_block(tile, bi * BLOCK_M, min64(m, (bi + 1) * BLOCK_M), bj * BLOCK_N,
-                  min64(n, (bj + 1) * BLOCK_N), k, a, lda, b, ldb, c, ldc);
+        run_block(tl, bi * BLOCK_M, min64(m, (bi + 1) * BLOCK_M), bj * BLOCK_N, min64(n, (bj + 1) * BLOCK_N), k,
+                  a, lda, b, ldb, o);
     }
+}
+
+void ct_cpu_qgemm_u8s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
+                       const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
+    const qgemm_out o = {c, ldc, NULL};
+    qgemm(tiles_for(path, false), m, n, k, a, lda, b, ldb, &o);
+}
+
+void ct_cpu_qgemm_u7s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
+                       const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
+    const qgemm_out o = {c, ldc, NULL};
+    qgemm(tiles_for(path, true), m, n, k, a, lda, b, ldb, &o);
+}
+
+void ct_cpu_qlinear_u7s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
+                         const int8_t *b, int64_t ldb, const ct_qgemm_dequant *dq) {
+    const qgemm_out o = {NULL, 0, dq};
+    qgemm(tiles_for(path, true), m, n, k, a, lda, b, ldb, &o);
 }

@@ -10,8 +10,11 @@
  *
  * The kernel is chosen once per process from CPUID, fastest first:
  * AVX-512 VNNI (vpdpbusd on 64 bytes), AVX-VNNI (vpdpbusd on 32 bytes),
- * AVX2 (widen to int16, vpmaddwd: exact, unlike vpmaddubsw which
- * saturates), scalar. Every path gives the same bits.
+ * AVX2, scalar. Every path gives the same bits. AVX2 has two kernels:
+ * for full-range A it widens to int16 and uses vpmaddwd; when A is 7-bit
+ * (0..127, the quantized linear's activations) it uses vpmaddubsw, whose
+ * u8·s8 pair sums (|.| ≤ 2·127·128 = 32512) cannot saturate then, with
+ * half the instructions per product.
  */
 #ifndef CT_CPU_QGEMM_H
 #define CT_CPU_QGEMM_H
@@ -41,5 +44,38 @@ const char *ct_cpu_qgemm_name(ct_qgemm_path path);
  * product is large. */
 void ct_cpu_qgemm_u8s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a,
                        int64_t lda, const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc);
+
+/* The same product with every A byte ≤ 127 (AVX2 then runs vpmaddubsw;
+ * other paths are the same as above). */
+void ct_cpu_qgemm_u7s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a,
+                       int64_t lda, const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc);
+
+/* The dequantization fused into the 7-bit product's stores (the quantized
+ * linear's epilogue): y[i][j] = (float)(C[i][j] − a_zero_point·b_row_sum[j])
+ * · (a_scale · b_scale[j]) + bias[j], with bias NULL meaning 0 and the int32
+ * arithmetic wrapping. The float steps are a multiply then an add (no FMA)
+ * on every path, so every path gives the same bits. */
+typedef struct ct_qgemm_dequant {
+    int32_t a_zero_point;
+    float a_scale;
+    const int32_t *b_row_sum; /* Σ_p B[j][p], n entries */
+    const float *b_scale;     /* n entries */
+    const float *bias;        /* n entries or NULL */
+    float *y;
+    int64_t ldy;
+} ct_qgemm_dequant;
+
+void ct_cpu_qlinear_u7s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a,
+                         int64_t lda, const int8_t *b, int64_t ldb, const ct_qgemm_dequant *dq);
+
+/* Helpers around it, vectorised when the CPU has AVX2 (same bits as the
+ * scalar forms): the row sums Σ_p B[j][p] (wrapping int32); the min and max
+ * of x (+inf and -inf for n = 0; NaNs ignored); and x's quantization
+ * q[i] = clamp(nearbyint(x[i] · inv_scale) + zero_point, 0, qmax) (round
+ * half to even, NaN → 0). */
+void ct_cpu_qrow_sums(int64_t n, int64_t k, const int8_t *b, int64_t ldb, int32_t *sums);
+void ct_cpu_minmax_f32(const float *x, int64_t n, float *lo, float *hi);
+void ct_cpu_quantize_u8(const float *x, int64_t n, float inv_scale, int32_t zero_point, int32_t qmax,
+                        uint8_t *q);
 
 #endif /* CT_CPU_QGEMM_H */
