@@ -5,7 +5,7 @@
  * global pruning picking the smallest entries across layers, the forward
  * and backward of a pruned Linear and Conv2d against orig * mask computed
  * here, remove, repeated pruning composing as PyTorch's PruningContainer,
- * state_dict keys and loading, clones and module.to, OpenCL against the
+ * state_dict keys and loading, clones and module.to, OpenCL and CUDA against the
  * CPU, and every refusal with its message (leaving the module unchanged).
  */
 #include <stdlib.h>
@@ -401,11 +401,10 @@ static void test_fmnist_cnn_example(void) {
     ct_module_free(model);
 }
 
-/* ---- OpenCL against the CPU ------------------------------------------------------------ */
+/* ---- devices against the CPU ----------------------------------------------------------- */
 
-static void test_opencl_matches_cpu(void) {
-    if (!ct_test_opencl_devices("pruning on OpenCL")) return;
-    ct_device dev = ct_device_opencl(0);
+/* Masks, forward, gradients, remove and module_to on a device against the CPU. */
+static void matches_cpu_on(ct_device dev) {
     ct_module *cpu = CT_SEQUENTIAL(ct_nn_linear(6, 5, true), ct_nn_relu(), ct_nn_linear(5, 3, true));
     ct_module *gpu = ct_module_clone(cpu, dev);
     CT_EXPECT(gpu != NULL);
@@ -444,7 +443,7 @@ static void test_opencl_matches_cpu(void) {
     CT_EXPECT_INT_EQ(ct_prune_remove(ct_module_child(gpu, "0"), "weight"), CT_OK);
     CT_EXPECT_INT_EQ(ct_prune_remove(ct_module_child(cpu, "0"), "weight"), CT_OK);
     double *want = ct_test_values(ct_module_get(cpu, "0.weight"));
-    expect_exact(ct_module_get(gpu, "0.weight"), want, 30, "removed on OpenCL");
+    expect_exact(ct_module_get(gpu, "0.weight"), want, 30, "removed on the device");
     free(want);
     /* a pruned module moved in place recomputes its weight on the new device */
     CT_EXPECT(ct_module_to(cpu, dev) == cpu);
@@ -499,6 +498,14 @@ static void test_errors(void) {
     ct_module_free(bn);
 }
 
+static void test_opencl_matches_cpu(void) {
+    if (ct_test_opencl_devices("pruning on OpenCL")) matches_cpu_on(ct_device_opencl(0));
+}
+
+static void test_cuda_matches_cpu(void) {
+    if (ct_test_cuda_devices("pruning on CUDA")) matches_cpu_on(ct_device_cuda(0));
+}
+
 int main(int argc, char **argv) {
     ct_test_init(argc, argv);
     CT_RUN(test_l1_exact_mask);
@@ -514,6 +521,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_clone_and_to);
     CT_RUN(test_fmnist_cnn_example);
     CT_RUN(test_opencl_matches_cpu);
+    CT_RUN(test_cuda_matches_cpu);
     CT_RUN(test_errors);
     return ct_test_finish();
 }

@@ -533,29 +533,38 @@ static void test_quantize_errors(void) {
     ct_module_free(ql), ct_module_free(lin), ct_module_free(relu);
 }
 
-static void test_quantized_on_opencl(void) {
-    int ndev = ct_test_opencl_devices("quantized Linear on OpenCL");
-    for (int d = 0; d < ndev; d++) {
+/* The quantized Linear on a device against the CPU's. */
+static void quantized_on(ct_device dev) {
+    {
         ct_module *model = small_mlp();
         ct_module *q = ct_quantize_dynamic(model, true);
-        ct_module *qd = ct_module_clone(q, ct_device_opencl(d));
+        ct_module *qd = ct_module_clone(q, dev);
         CT_EXPECT(qd != NULL);
         CT_SCOPE CT_NO_GRAD {
             ct_tensor *x = ct_test_random(CT_SHAPE(8, 64), CT_FLOAT32, -1, 1, NULL);
             ct_tensor *yc = ct_forward(q, x);
-            ct_tensor *yd = ct_forward(qd, ct_to_device(x, ct_device_opencl(d)));
-            CT_EXPECT(yd && ct_device_of(yd).type == CT_DEVICE_OPENCL);
+            ct_tensor *yd = ct_forward(qd, ct_to_device(x, dev));
+            CT_EXPECT(yd && ct_device_equal(ct_device_of(yd), dev));
             /* the same integers; float steps may differ in the last bit, and
              * a tie in activation rounding can move one value by a step */
             double *r = ct_test_values(yc), *g = ct_test_values(ct_to_device(yd, ct_device_cpu()));
             double worst = 0;
             for (int i = 0; r && g && i < 80; i++) worst = fmax(worst, fabs(r[i] - g[i]));
-            CT_EXPECT_MSG(r && g && worst < 2e-3, "OpenCL vs CPU differ by %g", worst);
+            CT_EXPECT_MSG(r && g && worst < 2e-3, "%s vs CPU differ by %g", ct_device_type_name(dev.type), worst);
             free(r), free(g);
         }
         ct_module_free(qd);
         ct_module_free(model);
     }
+}
+
+static void test_quantized_on_opencl(void) {
+    int ndev = ct_test_opencl_devices("quantized Linear on OpenCL");
+    for (int d = 0; d < ndev; d++) quantized_on(ct_device_opencl(d));
+}
+
+static void test_quantized_on_cuda(void) {
+    if (ct_test_cuda_devices("quantized Linear on CUDA")) quantized_on(ct_device_cuda(0));
 }
 
 int main(int argc, char **argv) {
@@ -576,5 +585,6 @@ int main(int argc, char **argv) {
     CT_RUN(test_quantize_dynamic_row_sum_cache);
     CT_RUN(test_quantize_errors);
     CT_RUN(test_quantized_on_opencl);
+    CT_RUN(test_quantized_on_cuda);
     return ct_test_finish();
 }
