@@ -120,16 +120,13 @@ void ct_cpu_minmax_f32(const float *x, int64_t n, float *lo, float *hi) {
     if (n < PARALLEL_ELEMS) {
         minmax_chunk(avx2, x, n, &l, &h);
     } else {
-#pragma omp parallel
-        {
+        /* a reduction, not a named critical section: those become exported symbols */
+#pragma omp parallel for schedule(static) reduction(min : l) reduction(max : h)
+        for (int64_t c = 0; c < n; c += 65536) {
             float tl = INFINITY, th = -INFINITY;
-#pragma omp for schedule(static)
-            for (int64_t c = 0; c < n; c += 65536) minmax_chunk(avx2, x + c, n - c < 65536 ? n - c : 65536, &tl, &th);
-#pragma omp critical(ct_qaux_minmax)
-            {
-                l = tl < l ? tl : l;
-                h = th > h ? th : h;
-            }
+            minmax_chunk(avx2, x + c, n - c < 65536 ? n - c : 65536, &tl, &th);
+            l = tl < l ? tl : l;
+            h = th > h ? th : h;
         }
     }
     *lo = l, *hi = h;
