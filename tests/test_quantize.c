@@ -3,7 +3,8 @@
  * promotion, conversions (truncate then wrap), printing, arithmetic and
  * safetensors; the uint8×int8 GEMM bit-exact against an int64 reference on
  * every kernel this CPU runs (and the path choice), in full range and
- * 7-bit, with the fused dequantization; the vectorised activation and
+ * 7-bit, with the fused dequantization, strided operands, and the oneDNN
+ * (AMX) path forced by name wherever oneDNN is built in; the vectorised activation and
  * row-sum helpers against their scalar forms; ct_int_mm; the quantized
  * linear within the error bound its scales give and with 7-bit activations;
  * quantize_dynamic on an MLP (every Linear replaced, outputs close,
@@ -150,6 +151,14 @@ static void reference(int64_t m, int64_t n, int64_t k, const uint8_t *a, const i
 static const int64_t g_shapes[][3] = {{1, 1, 1},   {3, 17, 5},  {2, 4, 16},   {5, 3, 33}, {7, 9, 64},
                                       {1, 10, 784}, {64, 129, 300}, {65, 65, 1024}, {4, 1, 0}, {3, 5, 50}};
 
+/* Shapes of g_shapes oneDNN takes (k > 0): a path forced by name runs
+ * each of them through it, with no work threshold. */
+static int64_t g_onednn_shapes(void) {
+    int64_t count = 0;
+    for (size_t s = 0; s < sizeof g_shapes / sizeof *g_shapes; s++) count += g_shapes[s][2] > 0;
+    return count;
+}
+
 static void test_qgemm_exact_every_path(void) {
     int ran = 0;
     for (int path = CT_QGEMM_AUTO; path < CT_QGEMM_NPATHS; path++) {
@@ -158,6 +167,7 @@ static void test_qgemm_exact_every_path(void) {
             continue;
         }
         ran++;
+        const int64_t runs0 = ct_cpu_dnnl_qgemm_runs();
         for (size_t s = 0; s < sizeof g_shapes / sizeof *g_shapes; s++) {
             const int64_t m = g_shapes[s][0], n = g_shapes[s][1], k = g_shapes[s][2];
             uint8_t *a = malloc((size_t)(m * k + 1));
@@ -177,6 +187,13 @@ static void test_qgemm_exact_every_path(void) {
         }
         printf("  qgemm path %s: exact on %d shapes\n", ct_cpu_qgemm_name((ct_qgemm_path)path),
                (int)(sizeof g_shapes / sizeof *g_shapes));
+        /* the forced oneDNN path really ran oneDNN (k = 0 went native);
+         * below AVX-512 VNNI full-range bytes go native, since oneDNN's
+         * int8 sums would saturate there */
+        if (path == CT_QGEMM_AMX) {
+            CT_EXPECT_INT_EQ(ct_cpu_dnnl_qgemm_runs() - runs0, ct_cpu_dnnl_qgemm_full_range() ? g_onednn_shapes() : 0);
+            printf("  (%lld of them through oneDNN)\n", (long long)(ct_cpu_dnnl_qgemm_runs() - runs0));
+        }
     }
     CT_EXPECT(ran >= 2); /* auto and scalar at least */
 }
@@ -187,6 +204,7 @@ static void test_qgemm_exact_every_path(void) {
 static void test_qgemm_u7_and_fused_every_path(void) {
     for (int path = CT_QGEMM_AUTO; path < CT_QGEMM_NPATHS; path++) {
         if (!ct_cpu_qgemm_supported((ct_qgemm_path)path)) continue;
+        const int64_t runs0 = ct_cpu_dnnl_qgemm_runs();
         for (size_t s = 0; s < sizeof g_shapes / sizeof *g_shapes; s++) {
             const int64_t m = g_shapes[s][0], n = g_shapes[s][1], k = g_shapes[s][2];
             uint8_t *a = malloc((size_t)(m * k + 1));
@@ -225,7 +243,55 @@ static void test_qgemm_u7_and_fused_every_path(void) {
                           (long long)m, (long long)n, (long long)k, (long long)bad);
             free(a), free(b), free(c), free(rs), free(r), free(y), free(bs), free(bias);
         }
+        /* per shape: the 7-bit product, then the fused form without and with bias */
+        if (path == CT_QGEMM_AMX) {
+            CT_EXPECT_INT_EQ(ct_cpu_dnnl_qgemm_runs() - runs0, 3 * g_onednn_shapes());
+            printf("  7-bit path %s: exact, fused too, %lld products through oneDNN\n", ct_cpu_qgemm_name(CT_QGEMM_AMX),
+                   (long long)(ct_cpu_dnnl_qgemm_runs() - runs0));
+        }
     }
+}
+
+/* Operands and output with gaps between rows (lda > k, ldb > k, ldc > n),
+ * as oneDNN sees them through its strides, on every path, full-range and
+ * 7-bit; the gaps of the output stay untouched. With oneDNN switched off
+ * the forced path declines and its native fallback gives the same
+ * integers. */
+static void test_qgemm_strided_every_path(void) {
+    const int64_t m = 37, n = 70, k = 131, lda = k + 3, ldb = k + 9, ldc = n + 5;
+    uint8_t *a = malloc((size_t)(m * lda)), *ad = malloc((size_t)(m * k));
+    int8_t *b = malloc((size_t)(n * ldb)), *bd = malloc((size_t)(n * k));
+    int32_t *c = malloc(sizeof(int32_t) * (size_t)(m * ldc));
+    int64_t *r = malloc(sizeof(int64_t) * (size_t)(m * n));
+    for (int a7 = 0; a7 < 2; a7++) {
+        for (int64_t i = 0; i < m * lda; i++) a[i] = (uint8_t)ct_test_randint(0, a7 ? 128 : 256);
+        for (int64_t i = 0; i < n * ldb; i++) b[i] = (int8_t)ct_test_randint(-128, 128);
+        for (int64_t i = 0; i < m; i++) memcpy(ad + i * k, a + i * lda, (size_t)k);
+        for (int64_t j = 0; j < n; j++) memcpy(bd + j * k, b + j * ldb, (size_t)k);
+        reference(m, n, k, ad, bd, r);
+        for (int off = 0; off < 2; off++) {
+            ct_backends_mkldnn_set_enabled(off == 0);
+            for (int path = CT_QGEMM_AUTO; path < CT_QGEMM_NPATHS; path++) {
+                if (!ct_cpu_qgemm_supported((ct_qgemm_path)path)) continue;
+                const int64_t runs0 = ct_cpu_dnnl_qgemm_runs();
+                for (int64_t i = 0; i < m * ldc; i++) c[i] = 0x5a5a5a5a;
+                if (a7) ct_cpu_qgemm_u7s8((ct_qgemm_path)path, m, n, k, a, lda, b, ldb, c, ldc);
+                else ct_cpu_qgemm_u8s8((ct_qgemm_path)path, m, n, k, a, lda, b, ldb, c, ldc);
+                int64_t bad = 0, gaps = 0;
+                for (int64_t i = 0; i < m; i++) {
+                    for (int64_t j = 0; j < n; j++) bad += c[i * ldc + j] != r[i * n + j];
+                    for (int64_t j = n; j < ldc; j++) gaps += c[i * ldc + j] != 0x5a5a5a5a;
+                }
+                CT_EXPECT_MSG(bad == 0 && gaps == 0, "strided %s path %s, oneDNN %s: %lld wrong, %lld gaps written",
+                              a7 ? "7-bit" : "full-range", ct_cpu_qgemm_name((ct_qgemm_path)path), off ? "off" : "on",
+                              (long long)bad, (long long)gaps);
+                const bool onednn = path == CT_QGEMM_AMX && !off && (a7 || ct_cpu_dnnl_qgemm_full_range());
+                CT_EXPECT_INT_EQ(ct_cpu_dnnl_qgemm_runs() - runs0, onednn ? 1 : 0);
+            }
+        }
+    }
+    ct_backends_mkldnn_set_enabled(true);
+    free(a), free(b), free(c), free(r), free(ad), free(bd);
 }
 
 /* The vectorised activation passes give the scalar forms' bits: ties round
@@ -270,7 +336,22 @@ static void test_qgemm_path_choice(void) {
     ct_qgemm_path best = ct_cpu_qgemm_best();
     printf("  qgemm best path here: %s\n", ct_cpu_qgemm_name(best));
     CT_EXPECT(ct_cpu_qgemm_supported(best));
-    for (int p = best + 1; p < CT_QGEMM_NPATHS; p++) CT_EXPECT(!ct_cpu_qgemm_supported((ct_qgemm_path)p));
+    /* native paths: every faster one is missing; oneDNN's is runnable by
+     * name wherever oneDNN is built in, but chosen only with AMX tiles */
+    for (int p = best + 1; p < CT_QGEMM_AMX; p++) CT_EXPECT(!ct_cpu_qgemm_supported((ct_qgemm_path)p));
+    CT_EXPECT(ct_cpu_qgemm_supported(CT_QGEMM_AMX) == ct_cpu_dnnl_qgemm_available());
+    CT_EXPECT((best == CT_QGEMM_AMX) == ct_cpu_dnnl_qgemm_amx());
+    printf("  oneDNN int8 path: %s\n", !ct_cpu_dnnl_qgemm_available() ? "not built in"
+                                       : ct_cpu_dnnl_qgemm_amx()      ? "AMX tiles (chosen)"
+                                                                      : "runnable by name only (no AMX)");
+    /* a small product through AUTO never pays for a oneDNN primitive */
+    const int64_t runs0 = ct_cpu_dnnl_qgemm_runs();
+    const uint8_t a1[4] = {1, 2, 3, 4};
+    const int8_t b1[4] = {-1, 2, -3, 4};
+    int32_t c1 = 0;
+    ct_cpu_qgemm_u8s8(CT_QGEMM_AUTO, 1, 1, 4, a1, 4, b1, 4, &c1, 1);
+    CT_EXPECT_INT_EQ(c1, 10);
+    CT_EXPECT_INT_EQ(ct_cpu_dnnl_qgemm_runs(), runs0);
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     CT_EXPECT(ct_cpu_qgemm_supported(CT_QGEMM_AVX2) == (bool)__builtin_cpu_supports("avx2"));
@@ -279,6 +360,7 @@ static void test_qgemm_path_choice(void) {
 #endif
     CT_EXPECT(!ct_cpu_qgemm_supported((ct_qgemm_path)-1) && !ct_cpu_qgemm_supported(CT_QGEMM_NPATHS));
     CT_EXPECT_STR_EQ(ct_cpu_qgemm_name(CT_QGEMM_AVX512_VNNI), "avx512_vnni");
+    CT_EXPECT_STR_EQ(ct_cpu_qgemm_name(CT_QGEMM_AMX), "amx_int8 (oneDNN)");
 }
 
 static void test_int_mm(void) {
@@ -576,6 +658,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_int8_safetensors);
     CT_RUN(test_qgemm_exact_every_path);
     CT_RUN(test_qgemm_u7_and_fused_every_path);
+    CT_RUN(test_qgemm_strided_every_path);
     CT_RUN(test_activation_helpers);
     CT_RUN(test_qgemm_path_choice);
     CT_RUN(test_int_mm);

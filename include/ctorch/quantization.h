@@ -32,7 +32,8 @@ extern "C" {
 #endif
 
 /* torch.backends.quantized.engine, with the kernel the CPU runs: "x86
- * (avx512_vnni)", "x86 (avx_vnni)", "x86 (avx2)" or "x86 (scalar)". */
+ * (amx_int8, oneDNN)" (AMX tiles through oneDNN), "x86 (avx512_vnni)",
+ * "x86 (avx_vnni)", "x86 (avx2)" or "x86 (scalar)". */
 CT_API const char *ct_quantized_engine(void);
 
 /* torch._int_mm(a, b): int8 a [m, k] @ int8 b [k, n] → int32 [m, n], exact

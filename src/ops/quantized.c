@@ -31,6 +31,7 @@ static bool on_cpu(const ct_tensor *t) { return ct_device_of(t).type == CT_DEVIC
 
 const char *ct_quantized_engine(void) {
     switch (ct_cpu_qgemm_best()) {
+    case CT_QGEMM_AMX: return "x86 (amx_int8, oneDNN)";
     case CT_QGEMM_AVX512_VNNI: return "x86 (avx512_vnni)";
     case CT_QGEMM_AVX_VNNI: return "x86 (avx_vnni)";
     case CT_QGEMM_AVX2: return "x86 (avx2)";

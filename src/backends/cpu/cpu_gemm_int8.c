@@ -15,12 +15,16 @@
  * past.
  *
  * The kernels are compiled with target attributes (no -m flags for the
- * whole file) and picked once from CPUID, like cpu_gemm.c's engine.
- * cpu_qlinear_aux.c has the helpers around the product (activation
+ * whole file) and picked once from CPUID, like cpu_gemm.c's engine. On
+ * CPUs with AMX the product goes to oneDNN instead (cpu_dnnl_qgemm.c),
+ * which writes int32; the fused dequantization then runs over that output
+ * in place, with the same epilogue code as the tiles' stores, so its bits
+ * match. cpu_qlinear_aux.c has the helpers around the product (activation
  * quantization, weight row sums).
  */
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -36,6 +40,9 @@
 #define BLOCK_N 64
 /* Multiply-adds below which threads cost more than they save. */
 #define PARALLEL_WORK (1 << 18)
+/* Outputs below which the dequantizing pass over oneDNN's output runs
+ * on one thread. */
+#define DEQUANT_PARALLEL (1 << 14)
 
 typedef void (*tile_fn)(const uint8_t *const a[MR], const int8_t *const b[NR], int64_t k,
                         int32_t out[MR][NR]);
@@ -217,6 +224,7 @@ static bool cpu_has(ct_qgemm_path path) {
     default: break;
     }
 #endif
+    if (path == CT_QGEMM_AMX) return ct_cpu_dnnl_qgemm_available();
     return path == CT_QGEMM_SCALAR || path == CT_QGEMM_AUTO;
 }
 
@@ -226,14 +234,19 @@ bool ct_cpu_qgemm_supported(ct_qgemm_path path) {
 
 static pthread_once_t best_once = PTHREAD_ONCE_INIT;
 static ct_qgemm_path best_path = CT_QGEMM_SCALAR;
+/* The kernel of ours that serves what oneDNN declines. */
+static ct_qgemm_path best_native = CT_QGEMM_SCALAR;
 
+/* oneDNN only with AMX: without tiles its int8 kernels do not beat ours
+ * (docs/quantization.md has the AVX2 figures). */
 static void choose_best(void) {
     static const ct_qgemm_path order[] = {CT_QGEMM_AVX512_VNNI, CT_QGEMM_AVX_VNNI, CT_QGEMM_AVX2};
     for (size_t i = 0; i < sizeof order / sizeof *order; i++)
         if (cpu_has(order[i])) {
-            best_path = order[i];
-            return;
+            best_native = order[i];
+            break;
         }
+    best_path = ct_cpu_dnnl_qgemm_amx() ? CT_QGEMM_AMX : best_native;
 }
 
 ct_qgemm_path ct_cpu_qgemm_best(void) {
@@ -248,6 +261,7 @@ const char *ct_cpu_qgemm_name(ct_qgemm_path path) {
     case CT_QGEMM_AVX2: return "avx2";
     case CT_QGEMM_AVX_VNNI: return "avx_vnni";
     case CT_QGEMM_AVX512_VNNI: return "avx512_vnni";
+    case CT_QGEMM_AMX: return "amx_int8 (oneDNN)";
     default: return "invalid";
     }
 }
@@ -258,8 +272,14 @@ typedef struct tiles {
     tile_fn full, one_row;
 } tiles;
 
+/* The path a call runs: AUTO and paths this CPU lacks become the best. */
+static ct_qgemm_path resolve(ct_qgemm_path path) {
+    return !ct_cpu_qgemm_supported(path) || path == CT_QGEMM_AUTO ? ct_cpu_qgemm_best() : path;
+}
+
 static tiles tiles_for(ct_qgemm_path path, bool a7) {
-    if (!ct_cpu_qgemm_supported(path) || path == CT_QGEMM_AUTO) path = ct_cpu_qgemm_best();
+    path = resolve(path);
+    if (path == CT_QGEMM_AMX) path = best_native; /* what oneDNN declined */
     switch (path) {
 #ifdef CT_QGEMM_X86
     case CT_QGEMM_AVX2: return a7 ? (tiles){tile_u7_avx2, tile1_u7_avx2} : (tiles){tile_avx2, NULL};
@@ -281,27 +301,38 @@ typedef struct qgemm_out {
     const ct_qgemm_dequant *dq;
 } qgemm_out;
 
-static void store_tile(const qgemm_out *o, int64_t i, int64_t rows, int64_t j, int64_t cols, int32_t t[MR][NR]) {
-    const ct_qgemm_dequant *dq = o->dq;
-    if (!dq) {
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t q = 0; q < cols; q++) o->c[(i + r) * o->ldc + j + q] = t[r][q];
-        return;
-    }
-    float colscale[NR], bias[NR];
-    uint32_t off[NR];
-    for (int64_t q = 0; q < cols; q++) {
-        colscale[q] = dq->a_scale * dq->b_scale[j + q];
-        bias[q] = dq->bias ? dq->bias[j + q] : 0.0f;
-        off[q] = (uint32_t)dq->a_zero_point * (uint32_t)dq->b_row_sum[j + q];
-    }
-    for (int64_t r = 0; r < rows; r++) {
-        float *y = dq->y + (i + r) * dq->ldy + j;
-        for (int64_t q = 0; q < cols; q++) {
-            const float v = (float)(int32_t)((uint32_t)t[r][q] - off[q]) * colscale[q];
-            y[q] = dq->bias ? v + bias[q] : v;
+/* The fused dequantization of rows [i, i + rows) × columns [j, j + cols),
+ * whose int32 sums are t (rows ldt apart): the tiles' stores and the pass
+ * over oneDNN's output share it, so both give the same bits. */
+static void dequant_block(const ct_qgemm_dequant *dq, int64_t i, int64_t rows, int64_t j, int64_t cols,
+                          const int32_t *t, int64_t ldt) {
+    for (int64_t q0 = 0; q0 < cols; q0 += NR) {
+        const int64_t qn = min64(NR, cols - q0);
+        float colscale[NR], bias[NR];
+        uint32_t off[NR];
+        for (int64_t q = 0; q < qn; q++) {
+            colscale[q] = dq->a_scale * dq->b_scale[j + q0 + q];
+            bias[q] = dq->bias ? dq->bias[j + q0 + q] : 0.0f;
+            off[q] = (uint32_t)dq->a_zero_point * (uint32_t)dq->b_row_sum[j + q0 + q];
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            float *y = dq->y + (i + r) * dq->ldy + j + q0;
+            const int32_t *tr = t + r * ldt + q0;
+            for (int64_t q = 0; q < qn; q++) {
+                const float v = (float)(int32_t)((uint32_t)tr[q] - off[q]) * colscale[q];
+                y[q] = dq->bias ? v + bias[q] : v;
+            }
         }
     }
+}
+
+static void store_tile(const qgemm_out *o, int64_t i, int64_t rows, int64_t j, int64_t cols, int32_t t[MR][NR]) {
+    if (o->dq) {
+        dequant_block(o->dq, i, rows, j, cols, &t[0][0], NR);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < cols; q++) o->c[(i + r) * o->ldc + j + q] = t[r][q];
 }
 
 /* Rows [i0, i1) × columns [j0, j1) of the output. */
@@ -336,20 +367,83 @@ static void qgemm(tiles tl, int64_t m, int64_t n, int64_t k, const uint8_t *a, i
     }
 }
 
+/* The product through oneDNN when path resolves to AMX and it takes the
+ * shape; false: a native kernel must compute it. Asked for by name, it
+ * runs without the work threshold (the tests' way in on any CPU). */
+static bool try_onednn(ct_qgemm_path path, bool a7, int64_t m, int64_t n, int64_t k, const uint8_t *a,
+                       int64_t lda, const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
+    if (resolve(path) != CT_QGEMM_AMX) return false;
+    return ct_cpu_dnnl_qgemm_u8s8(path == CT_QGEMM_AMX, a7, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+/* Columns converted per step of the in-place pass below. */
+#define DEQUANT_CHUNK 256
+
+/* One row of that pass: the int32 sums in y's memory become floats, by
+ * the same formula as dequant_block's (same bits), with the per-column
+ * factors precomputed so that the loop vectorises. */
+static void dequant_row_in_place(const ct_qgemm_dequant *dq, int64_t i, int64_t n, const float *colscale,
+                                 const uint32_t *off) {
+    float *y = dq->y + i * dq->ldy;
+    int32_t t[DEQUANT_CHUNK];
+    for (int64_t j = 0; j < n; j += DEQUANT_CHUNK) {
+        const int64_t cols = min64(DEQUANT_CHUNK, n - j);
+        memcpy(t, y + j, sizeof(int32_t) * (size_t)cols);
+        for (int64_t q = 0; q < cols; q++) y[j + q] = (float)(int32_t)((uint32_t)t[q] - off[j + q]) * colscale[j + q];
+        if (dq->bias)
+            for (int64_t q = 0; q < cols; q++) y[j + q] += dq->bias[j + q];
+    }
+}
+
+/* oneDNN wrote the int32 sums into y itself (int32 and float are both 4
+ * bytes, ldy apart): each chunk is copied out before its floats overwrite
+ * it, so no temporary of the output's size is needed. Threads split the
+ * rows: alone, this pass took longer than AMX's product (64×1024 outputs:
+ * 256 µs against 34 µs on a Xeon with AMX). */
+static void dequant_in_place(const ct_qgemm_dequant *dq, int64_t m, int64_t n) {
+    float *colscale = malloc(sizeof(float) * (size_t)n);
+    uint32_t *off = malloc(sizeof(uint32_t) * (size_t)n);
+    if (!colscale || !off) { /* no memory for the factors: the tiles' epilogue, column by column */
+        free(colscale), free(off);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int32_t t;
+                memcpy(&t, dq->y + i * dq->ldy + j, sizeof t);
+                dequant_block(dq, i, 1, j, 1, &t, 1);
+            }
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        colscale[j] = dq->a_scale * dq->b_scale[j];
+        off[j] = (uint32_t)dq->a_zero_point * (uint32_t)dq->b_row_sum[j];
+    }
+#pragma omp parallel for schedule(static) if ((double)m * (double)n >= DEQUANT_PARALLEL && m > 1)
+    for (int64_t i = 0; i < m; i++) dequant_row_in_place(dq, i, n, colscale, off);
+    free(colscale), free(off);
+}
+
 void ct_cpu_qgemm_u8s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
                        const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
+    if (try_onednn(path, false, m, n, k, a, lda, b, ldb, c, ldc)) return;
     const qgemm_out o = {c, ldc, NULL};
     qgemm(tiles_for(path, false), m, n, k, a, lda, b, ldb, &o);
 }
 
 void ct_cpu_qgemm_u7s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
                        const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
+    if (try_onednn(path, true, m, n, k, a, lda, b, ldb, c, ldc)) return;
     const qgemm_out o = {c, ldc, NULL};
     qgemm(tiles_for(path, true), m, n, k, a, lda, b, ldb, &o);
 }
 
 void ct_cpu_qlinear_u7s8(ct_qgemm_path path, int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
                          const int8_t *b, int64_t ldb, const ct_qgemm_dequant *dq) {
+    /* the int32 sums land in y's own memory, then become floats there */
+    void *ybytes = dq->y;
+    if (try_onednn(path, true, m, n, k, a, lda, b, ldb, ybytes, dq->ldy)) {
+        dequant_in_place(dq, m, n);
+        return;
+    }
     const qgemm_out o = {NULL, 0, dq};
     qgemm(tiles_for(path, true), m, n, k, a, lda, b, ldb, &o);
 }
