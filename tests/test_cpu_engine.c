@@ -276,8 +276,13 @@ static void check_matmul_bf16(const char *what, ct_tensor *a, ct_tensor *b, bool
         const int64_t before = ct_cpu_dnnl_matmul_runs();
         ct_tensor *got = ct_matmul(a, b);
         const int64_t runs = ct_cpu_dnnl_matmul_runs() - before;
-        /* forced native declines where oneDNN has no bfloat16 kernels (below AVX-512) */
-        const bool expect = ct_cpu_dnnl_bf16_native() && ct_backends_mkldnn_is_available();
+        /* forced native declines where oneDNN has no bfloat16 kernels (below
+         * AVX-512); auto also leaves products under 128³ multiply-adds to the
+         * widened path (cpu_dnnl_matmul.c) */
+        const int na = ct_ndim(a), nb = ct_ndim(b);
+        const int64_t work = ct_size(a, na - 2) * ct_size(a, na - 1) * ct_size(b, nb - 1);
+        const bool expect = ct_cpu_dnnl_bf16_native() && ct_backends_mkldnn_is_available() &&
+                            (native || work >= 128 * 128 * 128);
         ct_cpu_dnnl_set_bf16_mode(CT_CPU_BF16_AUTO);
         ct_tensor *ref = ct_matmul(ct_to_dtype(a, CT_FLOAT64), ct_to_dtype(b, CT_FLOAT64));
         CT_EXPECT_MSG(ref && got, "%s: %s", what, ct_last_error());

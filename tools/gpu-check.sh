@@ -37,7 +37,8 @@
 #
 # Options (environment): CT_GPU_ARCH (pack; default 90-real: H100/H200, a
 # list such as "80-real;90-real" also works), CT_GPU_JOBS (pack; build jobs,
-# default nproc), CT_GPU_WORKLOADS (run; default "W2 W4 W5 W6"),
+# default nproc), CT_GPU_EXTRA_TESTS (pack; more test binaries to carry),
+# CT_GPU_WORKLOADS (run; default "W2 W4 W5 W6"),
 # CT_TORCH_PYTHON (run; the python with torch, default python3).
 #
 # Libraries: the pack carries every library the binaries need except glibc
@@ -66,6 +67,9 @@ gpu_tests() {
     local f; for f in tests/test_cuda_*.c; do basename "$f" .c; done
     echo test_device_runtime
     echo test_backend_ops
+    # CT_GPU_EXTRA_TESTS: more binaries to pack and run by hand there (the
+    # lent machine's CPU has AMX, which checks ctorch's AMX paths)
+    for f in ${CT_GPU_EXTRA_TESTS:-}; do echo "$f"; done
 }
 
 pack_here() {
