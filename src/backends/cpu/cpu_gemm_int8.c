@@ -28,6 +28,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define CT_QGEMM_X86 1
 #endif
@@ -212,12 +213,22 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512_v
 
 /* ---- choosing a path ---------------------------------------------------------- */
 
+#ifdef CT_QGEMM_X86
+/* AVX-VNNI: CPUID leaf 7, sub-leaf 1, EAX bit 4. Asked directly because
+ * clang's __builtin_cpu_supports (14, Debian 12's) has no "avxvnni"; the
+ * operating system's AVX state is covered by the avx2 check beside it. */
+static bool cpu_has_avx_vnni(void) {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4));
+}
+#endif
+
 static bool cpu_has(ct_qgemm_path path) {
 #ifdef CT_QGEMM_X86
     __builtin_cpu_init();
     switch (path) {
     case CT_QGEMM_AVX2: return __builtin_cpu_supports("avx2");
-    case CT_QGEMM_AVX_VNNI: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case CT_QGEMM_AVX_VNNI: return __builtin_cpu_supports("avx2") && cpu_has_avx_vnni();
     case CT_QGEMM_AVX512_VNNI:
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vnni");
