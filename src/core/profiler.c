@@ -269,20 +269,9 @@ int64_t ct_profiler_num_events(void) {
 
 /* ---- Chrome trace -------------------------------------------------------------------------- */
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void write_event(FILE *f, const prof_event *e, bool first) {
     fprintf(f, "%s\n  {\"name\": ", first ? "" : ",");
-    json_string(f, e->name);
+    cti_json_string(f, e->name);
     fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {",
             e->kernel ? "kernel" : "user_annotation", e->tid, (double)(e->start_ns - g_origin_ns) / 1e3,
             (double)e->dur_ns / 1e3);
