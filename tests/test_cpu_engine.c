@@ -296,6 +296,18 @@ static void check_matmul_bf16(const char *what, ct_tensor *a, ct_tensor *b, bool
     }
 }
 
+/* The operand views ct_cpu_matmul gets (a batch of one carries batch
+ * stride 0) reach oneDNN as plain layouts: a 0 there once left only
+ * oneDNN's reference matmul, so the AMX path was never taken. */
+static void test_matmul_bf16_layouts(void) {
+    ct_kview v = {.dtype = CT_BFLOAT16, .ndim = 3, .shape = {1, 64, 32}, .strides = {0, 32, 1}};
+    CT_EXPECT_MSG(ct_cpu_dnnl_matmul_layout_is_plain(&v, 64, 32), "a [64, 32] matrix (batch 1, stride 0)");
+    ct_kview t = {.dtype = CT_BFLOAT16, .ndim = 3, .shape = {1, 64, 32}, .strides = {0, 1, 64}};
+    CT_EXPECT_MSG(ct_cpu_dnnl_matmul_layout_is_plain(&t, 64, 32), "a transposed weight (batch 1, stride 0)");
+    ct_kview b = {.dtype = CT_BFLOAT16, .ndim = 3, .shape = {3, 64, 32}, .strides = {64 * 32, 32, 1}};
+    CT_EXPECT_MSG(ct_cpu_dnnl_matmul_layout_is_plain(&b, 64, 32), "a batch of 3");
+}
+
 static void test_matmul_bf16(void) {
     CT_SCOPE {
         ct_tensor *a = ct_test_random(CT_SHAPE(2, 40, 70), CT_BFLOAT16, -1, 1, NULL);
@@ -386,6 +398,7 @@ int main(int argc, char **argv) {
     CT_RUN(test_conv_engines);
     CT_RUN(test_deterministic_declines_onednn);
     CT_RUN(test_conv_bf16);
+    CT_RUN(test_matmul_bf16_layouts);
     CT_RUN(test_matmul_bf16);
     CT_RUN(test_thread_count_independence);
     return ct_test_finish();

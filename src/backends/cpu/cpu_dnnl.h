@@ -56,6 +56,12 @@ ct_status ct_cpu_dnnl_matmul_bf16(const ct_kview *out, const ct_kview *a, const 
 /* bfloat16 products oneDNN has run in this process (for tests). */
 int64_t ct_cpu_dnnl_matmul_runs(void);
 
+/* For tests: whether the oneDNN descriptor of a [batch, rows, cols]
+ * operand view (as ct_cpu_matmul receives it) is a plain layout (abc, or
+ * acb for a transposed matrix), which oneDNN's optimised matmul needs
+ * (true without oneDNN). */
+bool ct_cpu_dnnl_matmul_layout_is_plain(const ct_kview *v, int64_t rows, int64_t cols);
+
 #ifdef CTORCH_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 /* The process's oneDNN CPU engine, created on first use; NULL if it failed. */

@@ -35,6 +35,11 @@ ct_status ct_cpu_dnnl_matmul_bf16(const ct_kview *out, const ct_kview *a, const 
 
 int64_t ct_cpu_dnnl_matmul_runs(void) { return 0; }
 
+bool ct_cpu_dnnl_matmul_layout_is_plain(const ct_kview *v, int64_t rows, int64_t cols) {
+    (void)v, (void)rows, (void)cols;
+    return true;
+}
+
 #else
 
 /* Multiply-adds per product below which looking the primitive up costs
@@ -44,11 +49,16 @@ int64_t ct_cpu_dnnl_matmul_runs(void) { return 0; }
 static atomic_llong runs;
 
 /* A [batch, rows, cols] bfloat16 operand as its strides say; a broadcast
- * batch is described as a batch of one. */
+ * batch is described as a batch of one. A batch of one gets the dense
+ * batch stride rows * cols, not the 0 the core's views carry there: any
+ * stride is right for a dimension of size 1, but oneDNN's optimised matmul
+ * (brgemm, the AMX one) takes only layouts that match a plain tag (abc, or
+ * acb for a transposed weight), and a 0 matches none, which leaves only its
+ * reference matmul. */
 static bool operand_md(dnnl_memory_desc_t *md, const ct_kview *v, int64_t rows, int64_t cols) {
-    const bool broadcast = v->strides[0] == 0 && v->shape[0] > 1;
-    const dnnl_dims_t dims = {broadcast ? 1 : v->shape[0], rows, cols};
-    const dnnl_dims_t strides = {broadcast ? rows * cols : v->strides[0], v->strides[1], v->strides[2]};
+    const bool one = v->shape[0] == 1 || v->strides[0] == 0;
+    const dnnl_dims_t dims = {one ? 1 : v->shape[0], rows, cols};
+    const dnnl_dims_t strides = {one ? rows * cols : v->strides[0], v->strides[1], v->strides[2]};
     return dnnl_memory_desc_init_by_strides(md, 3, dims, dnnl_bf16, strides) == dnnl_success;
 }
 
@@ -121,5 +131,15 @@ ct_status ct_cpu_dnnl_matmul_bf16(const ct_kview *out, const ct_kview *a, const 
 }
 
 int64_t ct_cpu_dnnl_matmul_runs(void) { return (int64_t)atomic_load(&runs); }
+
+bool ct_cpu_dnnl_matmul_layout_is_plain(const ct_kview *v, int64_t rows, int64_t cols) {
+    dnnl_memory_desc_t md, abc, acb;
+    const int64_t batch = v->shape[0] == 1 || v->strides[0] == 0 ? 1 : v->shape[0];
+    const dnnl_dims_t dims = {batch, rows, cols};
+    return operand_md(&md, v, rows, cols) &&
+           dnnl_memory_desc_init_by_tag(&abc, 3, dims, dnnl_bf16, dnnl_abc) == dnnl_success &&
+           dnnl_memory_desc_init_by_tag(&acb, 3, dims, dnnl_bf16, dnnl_acb) == dnnl_success &&
+           (dnnl_memory_desc_equal(&md, &abc) || dnnl_memory_desc_equal(&md, &acb));
+}
 
 #endif /* CTORCH_HAVE_DNNL */
