@@ -107,11 +107,7 @@ static void deleter_unversioned(DLManagedTensor *self) {
  * work must be done: synchronise the device's current stream, where
  * ctorch enqueued whatever wrote t. */
 static ct_status export_sync(const ct_storage *s) {
-    const ct_backend *b = s->backend;
-    if (!b->stream_synchronize) return CT_OK;
-    ct_stream *stream = cti_current_stream(s->device);
-    if (!stream) return ct_last_status();
-    return stream->handle ? b->stream_synchronize(s->device.index, stream->handle) : CT_OK;
+    return ct_stream_synchronize(cti_current_stream(s->device));
 }
 
 /* The checks and the DLTensor both export forms share; NULL on error. */

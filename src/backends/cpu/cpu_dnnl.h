@@ -66,6 +66,19 @@ bool ct_cpu_dnnl_matmul_layout_is_plain(const ct_kview *v, int64_t rows, int64_t
 #include <oneapi/dnnl/dnnl.h>
 /* The process's oneDNN CPU engine, created on first use; NULL if it failed. */
 dnnl_engine_t ct_cpu_dnnl_engine(void);
+
+/* One oneDNN matmul (cpu_dnnl_matmul.c; the bfloat16 products and the int8
+ * ones of cpu_dnnl_qgemm.c): src @ weights into dst as the three
+ * descriptors say, run on data[3] with a scratchpad of the call's own, so
+ * threads may run it at once. Declined when oneDNN cannot take the layouts,
+ * or offers only its reference implementation and accept_ref is false. */
+typedef enum ct_cpu_dnnl_result {
+    CT_CPU_DNNL_RAN,
+    CT_CPU_DNNL_DECLINED,
+    CT_CPU_DNNL_NO_MEMORY, /* for the primitive, its memories or the scratchpad */
+    CT_CPU_DNNL_FAILED     /* oneDNN's execution failed */
+} ct_cpu_dnnl_result;
+ct_cpu_dnnl_result ct_cpu_dnnl_matmul_run(const dnnl_memory_desc_t mds[3], void *const data[3], bool accept_ref);
 #endif
 
 #endif /* CT_CPU_DNNL_H */

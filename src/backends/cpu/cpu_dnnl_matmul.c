@@ -15,6 +15,8 @@
  * primitives it built (its primitive cache, 1,024 entries by default), and
  * products too small to repay a primitive lookup stay on the widened path.
  * Scratch memory belongs to each call, so threads may share a primitive.
+ * The runner (ct_cpu_dnnl_matmul_run) also serves the int8 products of
+ * cpu_dnnl_qgemm.c.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -62,8 +64,7 @@ static bool operand_md(dnnl_memory_desc_t *md, const ct_kview *v, int64_t rows, 
     return dnnl_memory_desc_init_by_strides(md, 3, dims, dnnl_bf16, strides) == dnnl_success;
 }
 
-/* oneDNN's reference matmul would be far slower than the widened path; it
- * is accepted only when a test forces bfloat16 on a CPU without AMX. */
+/* Whether oneDNN chose something better than its reference implementation. */
 static bool fast_impl(const_dnnl_primitive_desc_t pd) {
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
@@ -71,34 +72,50 @@ static bool fast_impl(const_dnnl_primitive_desc_t pd) {
     return strstr(impl, "ref") == NULL;
 }
 
-static ct_status run_matmul(dnnl_engine_t engine, const_dnnl_primitive_desc_t pd, void *a, void *b,
-                            void *c, const dnnl_memory_desc_t *mds) {
+/* Runs pd on the three buffers (src, weights, dst) with a scratchpad of
+ * this call's own, so threads may share the primitive. */
+static ct_cpu_dnnl_result execute(dnnl_engine_t engine, const_dnnl_primitive_desc_t pd,
+                                  const dnnl_memory_desc_t mds[3], void *const data[3]) {
     dnnl_primitive_t prim = NULL;
     dnnl_stream_t s = NULL;
     dnnl_memory_t mem[4] = {NULL, NULL, NULL, NULL};
-    void *data[3] = {a, b, c};
     const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    const size_t scratch_size = dnnl_memory_desc_get_size(scratch_md);
+    const size_t scratch_size = scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0;
     void *scratch = scratch_size ? aligned_alloc(64, (scratch_size + 63) / 64 * 64) : NULL;
     bool ok = (!scratch_size || scratch) && dnnl_primitive_create(&prim, pd) == dnnl_success &&
               dnnl_stream_create(&s, engine, dnnl_stream_default_flags) == dnnl_success;
-    for (int i = 0; ok && i < 3; i++)
-        ok = dnnl_memory_create(&mem[i], &mds[i], engine, data[i]) == dnnl_success;
-    if (ok && scratch_size)
-        ok = dnnl_memory_create(&mem[3], scratch_md, engine, scratch) == dnnl_success;
-    ct_status st = ok ? CT_OK : ct_error_set(CT_ERR_OOM, "matmul: out of memory for oneDNN's bfloat16 product");
+    for (int i = 0; ok && i < 3; i++) ok = dnnl_memory_create(&mem[i], &mds[i], engine, data[i]) == dnnl_success;
+    if (ok && scratch_size) ok = dnnl_memory_create(&mem[3], scratch_md, engine, scratch) == dnnl_success;
+    ct_cpu_dnnl_result r = ok ? CT_CPU_DNNL_RAN : CT_CPU_DNNL_NO_MEMORY;
     if (ok) {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
-                                   {DNNL_ARG_DST, mem[2]}, {DNNL_ARG_SCRATCHPAD, mem[3]}};
+        const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
+                                         {DNNL_ARG_DST, mem[2]}, {DNNL_ARG_SCRATCHPAD, mem[3]}};
         if (dnnl_primitive_execute(prim, s, scratch_size ? 4 : 3, args) != dnnl_success ||
             dnnl_stream_wait(s) != dnnl_success)
-            st = ct_error_set(CT_ERR_BACKEND, "matmul: oneDNN failed to run a bfloat16 product");
+            r = CT_CPU_DNNL_FAILED;
     }
     for (int i = 0; i < 4; i++) dnnl_memory_destroy(mem[i]);
     dnnl_stream_destroy(s);
     dnnl_primitive_destroy(prim);
     free(scratch);
-    return st;
+    return r;
+}
+
+ct_cpu_dnnl_result ct_cpu_dnnl_matmul_run(const dnnl_memory_desc_t mds[3], void *const data[3], bool accept_ref) {
+    dnnl_engine_t engine = ct_cpu_dnnl_engine();
+    if (!engine) return CT_CPU_DNNL_DECLINED;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    bool ok = dnnl_matmul_desc_init(&md, &mds[0], &mds[1], NULL, &mds[2]) == dnnl_success &&
+              dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+              dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL) == dnnl_success &&
+              (accept_ref || fast_impl(pd));
+    ct_cpu_dnnl_result r = ok ? execute(engine, pd, mds, data) : CT_CPU_DNNL_DECLINED;
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    return r;
 }
 
 ct_status ct_cpu_dnnl_matmul_bf16(const ct_kview *out, const ct_kview *a, const ct_kview *b) {
@@ -108,26 +125,20 @@ ct_status ct_cpu_dnnl_matmul_bf16(const ct_kview *out, const ct_kview *a, const 
         return CT_ERR_UNSUPPORTED;
     const bool forced = ct_cpu_dnnl_bf16_forced();
     if (k == 0 || (!forced && m * n * k < CT_DNNL_MATMUL_MIN_WORK)) return CT_ERR_UNSUPPORTED;
-    dnnl_engine_t engine = ct_cpu_dnnl_engine();
-    if (!engine) return CT_ERR_UNSUPPORTED;
     dnnl_memory_desc_t mds[3];
     const dnnl_dims_t out_dims = {batch, m, n};
-    dnnl_matmul_desc_t md;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    bool ok = operand_md(&mds[0], a, m, k) && operand_md(&mds[1], b, k, n) &&
-              dnnl_memory_desc_init_by_tag(&mds[2], 3, out_dims, dnnl_bf16, dnnl_abc) == dnnl_success &&
-              dnnl_matmul_desc_init(&md, &mds[0], &mds[1], NULL, &mds[2]) == dnnl_success &&
-              dnnl_primitive_attr_create(&attr) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-              dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL) == dnnl_success &&
-              (forced || fast_impl(pd));
-    ct_status st = ok ? run_matmul(engine, pd, ct_cpu_base(a), ct_cpu_base(b), ct_cpu_base(out), mds)
-                      : CT_ERR_UNSUPPORTED;
-    dnnl_primitive_desc_destroy(pd);
-    dnnl_primitive_attr_destroy(attr);
-    if (st == CT_OK) atomic_fetch_add(&runs, 1);
-    return st;
+    if (!operand_md(&mds[0], a, m, k) || !operand_md(&mds[1], b, k, n) ||
+        dnnl_memory_desc_init_by_tag(&mds[2], 3, out_dims, dnnl_bf16, dnnl_abc) != dnnl_success)
+        return CT_ERR_UNSUPPORTED;
+    /* the reference matmul would be far slower than the widened path: only
+     * a test forcing bfloat16 on a CPU without AMX takes it */
+    void *const data[3] = {ct_cpu_base(a), ct_cpu_base(b), ct_cpu_base(out)};
+    switch (ct_cpu_dnnl_matmul_run(mds, data, forced)) {
+    case CT_CPU_DNNL_RAN: atomic_fetch_add(&runs, 1); return CT_OK;
+    case CT_CPU_DNNL_NO_MEMORY: return ct_error_set(CT_ERR_OOM, "matmul: out of memory for oneDNN's bfloat16 product");
+    case CT_CPU_DNNL_FAILED: return ct_error_set(CT_ERR_BACKEND, "matmul: oneDNN failed to run a bfloat16 product");
+    default: return CT_ERR_UNSUPPORTED;
+    }
 }
 
 int64_t ct_cpu_dnnl_matmul_runs(void) { return (int64_t)atomic_load(&runs); }

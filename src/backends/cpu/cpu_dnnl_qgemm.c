@@ -74,42 +74,6 @@ bool ct_cpu_dnnl_qgemm_full_range(void) {
 
 int64_t ct_cpu_dnnl_qgemm_runs(void) { return (int64_t)atomic_load(&runs); }
 
-/* oneDNN's reference matmul would lose to the native kernels; chosen by
- * default it is declined (asked for by name, it is what the tests run). */
-static bool fast_impl(const_dnnl_primitive_desc_t pd) {
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
-        return false;
-    return strstr(impl, "ref") == NULL;
-}
-
-/* Runs pd on the three buffers (src, weights, dst) with a scratchpad of
- * this call's own, so threads may share the primitive. */
-static bool execute(dnnl_engine_t engine, const_dnnl_primitive_desc_t pd, const dnnl_memory_desc_t mds[3],
-                    void *const data[3]) {
-    dnnl_primitive_t prim = NULL;
-    dnnl_stream_t s = NULL;
-    dnnl_memory_t mem[4] = {NULL, NULL, NULL, NULL};
-    const dnnl_memory_desc_t *scratch_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    const size_t scratch_size = scratch_md ? dnnl_memory_desc_get_size(scratch_md) : 0;
-    void *scratch = scratch_size ? aligned_alloc(64, (scratch_size + 63) / 64 * 64) : NULL;
-    bool ok = (!scratch_size || scratch) && dnnl_primitive_create(&prim, pd) == dnnl_success &&
-              dnnl_stream_create(&s, engine, dnnl_stream_default_flags) == dnnl_success;
-    for (int i = 0; ok && i < 3; i++) ok = dnnl_memory_create(&mem[i], &mds[i], engine, data[i]) == dnnl_success;
-    if (ok && scratch_size) ok = dnnl_memory_create(&mem[3], scratch_md, engine, scratch) == dnnl_success;
-    if (ok) {
-        const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
-                                         {DNNL_ARG_DST, mem[2]}, {DNNL_ARG_SCRATCHPAD, mem[3]}};
-        ok = dnnl_primitive_execute(prim, s, scratch_size ? 4 : 3, args) == dnnl_success &&
-             dnnl_stream_wait(s) == dnnl_success;
-    }
-    for (int i = 0; i < 4; i++) dnnl_memory_destroy(mem[i]);
-    dnnl_stream_destroy(s);
-    dnnl_primitive_destroy(prim);
-    free(scratch);
-    return ok;
-}
-
 bool ct_cpu_dnnl_qgemm_u8s8(bool by_name, bool a7, int64_t m, int64_t n, int64_t k, const uint8_t *a,
                             int64_t lda, const int8_t *b, int64_t ldb, int32_t *c, int64_t ldc) {
     /* k = 0 is an empty sum oneDNN does not take; the native kernels write the zeros. */
@@ -117,28 +81,18 @@ bool ct_cpu_dnnl_qgemm_u8s8(bool by_name, bool a7, int64_t m, int64_t n, int64_t
     if (!a7 && !ct_cpu_dnnl_qgemm_full_range()) return false;
     if (!by_name && (double)m * (double)n * (double)k < CT_DNNL_QGEMM_MIN_WORK) return false;
     if (!ct_backends_mkldnn_get_enabled()) return false;
-    dnnl_engine_t engine = ct_cpu_dnnl_engine();
-    if (!engine) return false;
     const dnnl_dims_t a_dims = {m, k}, a_strides = {lda, 1};
     const dnnl_dims_t b_dims = {k, n}, b_strides = {1, ldb}; /* [n, k] rows read as columns */
     const dnnl_dims_t c_dims = {m, n}, c_strides = {ldc, 1};
     dnnl_memory_desc_t mds[3];
-    dnnl_matmul_desc_t desc;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
     bool ok = dnnl_memory_desc_init_by_strides(&mds[0], 2, a_dims, dnnl_u8, a_strides) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&mds[1], 2, b_dims, dnnl_s8, b_strides) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&mds[2], 2, c_dims, dnnl_s32, c_strides) == dnnl_success &&
-              dnnl_matmul_desc_init(&desc, &mds[0], &mds[1], NULL, &mds[2]) == dnnl_success &&
-              dnnl_primitive_attr_create(&attr) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-              dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
-              (by_name || fast_impl(pd));
-    /* oneDNN takes non-const handles; it only reads src and weights. */
+              dnnl_memory_desc_init_by_strides(&mds[2], 2, c_dims, dnnl_s32, c_strides) == dnnl_success;
+    /* oneDNN takes non-const handles; it only reads src and weights. Its
+     * reference matmul would lose to the native kernels: chosen by default
+     * it is declined (asked for by name, it is what the tests run). */
     void *const data[3] = {(void *)(uintptr_t)a, (void *)(uintptr_t)b, c};
-    ok = ok && execute(engine, pd, mds, data);
-    dnnl_primitive_desc_destroy(pd);
-    dnnl_primitive_attr_destroy(attr);
+    ok = ok && ct_cpu_dnnl_matmul_run(mds, data, by_name) == CT_CPU_DNNL_RAN;
     if (ok) atomic_fetch_add(&runs, 1);
     return ok;
 }

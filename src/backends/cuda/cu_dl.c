@@ -211,12 +211,14 @@ static void load_cudnn(void) {
     if (path) preload_cudnn_sublibs(path);
 }
 
-const ct_cublas_api *ct_cu_cublas(const char *op) {
-    pthread_once(&g_cublas_once, load_cublas);
-    if (g_cublas.version > 0) return &g_cublas_api;
-    ct_error_set(CT_ERR_UNSUPPORTED, "%s: %s", op, g_cublas.error);
+const void *ct_cu_dl_table(ct_cu_dl_lib *lib, pthread_once_t *once, void (*load)(void), const char *op) {
+    pthread_once(once, load);
+    if (lib->version > 0) return lib->table;
+    ct_error_set(CT_ERR_UNSUPPORTED, "%s: %s", op, lib->error);
     return NULL;
 }
+
+const ct_cublas_api *ct_cu_cublas(const char *op) { return ct_cu_dl_table(&g_cublas, &g_cublas_once, load_cublas, op); }
 
 const ct_cudnn_api *ct_cu_cudnn_if_available(void) {
     pthread_once(&g_cudnn_once, load_cudnn);

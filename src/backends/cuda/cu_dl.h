@@ -18,6 +18,8 @@
 #ifndef CT_CU_DL_H
 #define CT_CU_DL_H
 
+#include <pthread.h>
+
 #include <cublas_api.h>
 #include <cudnn.h>
 
@@ -120,6 +122,9 @@ typedef int (*ct_cu_version_fn)(ct_cu_dl_lib *lib, char *why, size_t size);
  * passes check_version wins (lib->version > 0, *loaded_path set), else
  * lib->error says why. Call once (pthread_once). */
 void ct_cu_dl_load(ct_cu_dl_lib *lib, ct_cu_version_fn check_version, const char **loaded_path);
+/* lib's table, after load has run once (through once); NULL with
+ * CT_ERR_UNSUPPORTED naming op and why the library could not be loaded. */
+const void *ct_cu_dl_table(ct_cu_dl_lib *lib, pthread_once_t *once, void (*load)(void), const char *op);
 
 /* The loaded tables, or NULL with an error set (CT_ERR_UNSUPPORTED naming
  * the library, the paths tried and dlerror(); op names the operation). */

@@ -68,12 +68,7 @@ static void load_nccl(void) {
     ct_cu_dl_load(&g_nccl, nccl_version, &path);
 }
 
-static const nccl_api *api(const char *op) {
-    pthread_once(&g_once, load_nccl);
-    if (g_nccl.version > 0) return &g_api;
-    ct_error_set(CT_ERR_UNSUPPORTED, "%s: %s", op, g_nccl.error);
-    return NULL;
-}
+static const nccl_api *api(const char *op) { return ct_cu_dl_table(&g_nccl, &g_once, load_nccl, op); }
 
 static ct_status nccl_error(ncclResult_t r, const char *op) {
     if (r == ncclSuccess) return CT_OK;

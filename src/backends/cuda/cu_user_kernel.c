@@ -65,12 +65,7 @@ static void load_nvrtc(void) {
     ct_cu_dl_load(&g_nvrtc, nvrtc_version, &path);
 }
 
-static const nvrtc_api *api(const char *op) {
-    pthread_once(&g_once, load_nvrtc);
-    if (g_nvrtc.version > 0) return &g_api;
-    ct_error_set(CT_ERR_UNSUPPORTED, "%s: %s", op, g_nvrtc.error);
-    return NULL;
-}
+static const nvrtc_api *api(const char *op) { return ct_cu_dl_table(&g_nvrtc, &g_once, load_nvrtc, op); }
 
 /* ---- compile ---------------------------------------------------------------------------- */
 
